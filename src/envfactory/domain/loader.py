@@ -1,0 +1,84 @@
+"""Reading domains from data files, and checking they hang together."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from envfactory.domain.spec import DomainSpec
+from envfactory.errors import DomainError
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "domains"
+
+
+def parse_domain(data: dict[str, Any], source: str = "<data>") -> DomainSpec:
+    """A validated domain from plain data; Python handlers are imported only from the module
+    the domain names, and only registered functions can be called."""
+    try:
+        spec = DomainSpec.model_validate(data)
+    except ValidationError as exc:
+        raise DomainError(f"{source}: {exc}") from None
+    check_references(spec)
+    if spec.handlers:
+        if not spec.handlers.replace(".", "").replace("_", "").isalnum():
+            raise DomainError(f"{source}: bad handlers module name {spec.handlers!r}")
+        importlib.import_module(spec.handlers)
+    return spec
+
+
+def load_domain(path: str | Path) -> DomainSpec:
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise DomainError(f"{path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise DomainError(f"{path}: a domain file holds a mapping")
+    return parse_domain(data, str(path))
+
+
+def builtin_domain_files() -> list[Path]:
+    return sorted(BUILTIN_DIR.glob("*.yaml"))
+
+
+def check_references(spec: DomainSpec) -> None:
+    """Names that must exist: entities of refs, tools of plans and rules, rule ids of checks."""
+    entities = spec.entities
+    tools = {a.name for a in spec.actions}
+    rules = {r.id for r in spec.rules}
+    problems = []
+    if len(tools) != len(spec.actions):
+        problems.append("two tools share a name")
+    for name, e in entities.items():
+        for fname, f in e.fields.items():
+            if f.ref and f.ref not in entities:
+                problems.append(f"{name}.{fname} refers to unknown entity {f.ref!r}")
+            if f.copy_from and f.copy_from.partition(".")[0] not in e.fields:
+                problems.append(f"{name}.{fname} copies from unknown field {f.copy_from!r}")
+        if e.per and e.per.entity not in entities:
+            problems.append(f"{name} is generated per unknown entity {e.per.entity!r}")
+        for r in e.refs:
+            problems += [
+                f"{name} ref looks up with unknown tool {s.tool!r}"
+                for s in r.lookup
+                if s.tool not in tools
+            ]
+    for a in spec.actions:
+        for c in a.require:
+            if c.rule and c.rule not in rules:
+                problems.append(f"{a.name} enforces unknown rule {c.rule!r}")
+    for r in spec.rules:
+        for tool in [r.prior_call.tool, r.prior_call.needs] if r.prior_call else []:
+            if tool not in tools:
+                problems.append(f"rule {r.id} names unknown tool {tool!r}")
+        if r.invariant and r.invariant.entity not in entities:
+            problems.append(f"rule {r.id} names unknown entity {r.invariant.entity!r}")
+    goal_ids = [g.id for g in spec.goals]
+    if len(set(goal_ids)) != len(goal_ids):
+        problems.append("two goals share an id")
+    if problems:
+        raise DomainError(f"{spec.id}: " + "; ".join(problems))

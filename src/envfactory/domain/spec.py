@@ -1,0 +1,316 @@
+"""The domain description: what a world is made of, as validated data.
+
+A domain is entities (tables with typed, generated fields), actions (the tools), rules (the
+policy the agent must respect) and goal templates (how tasks are made). Everything here is
+plain data; :mod:`envfactory.world` compiles it into a working world.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+FieldType = Literal["string", "integer", "number", "boolean", "date", "ref"]
+ParamType = Literal["string", "integer", "number", "boolean"]
+
+_IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FieldSpec(_Spec):
+    """A column and how its initial values are generated."""
+
+    type: FieldType = "string"
+    description: str = ""
+    faker: str | None = Field(None, description="Faker provider, e.g. 'name', 'email', 'city'")
+    faker_args: dict[str, Any] = Field(default_factory=dict)
+    choices: list[Any] | None = Field(None, description="values to draw from (an enum)")
+    weights: list[float] | None = None
+    min: float | None = Field(None, description="numbers: low bound; dates: days from today")
+    max: float | None = Field(None, description="numbers: high bound; dates: days from today")
+    decimals: int = 2
+    pattern: str | None = Field(None, description="'#' is a digit, '?' a letter: '####'")
+    ref: str | None = Field(None, description="for type ref: the entity referred to")
+    scope: dict[str, str] = Field(
+        default_factory=dict,
+        description="for type ref: {parent_field: own_field}; only parents that agree are drawn",
+    )
+    copy_from: str | None = Field(
+        None, description="'product_id.price': copy a field of the row a ref field points at"
+    )
+    expr: str | None = Field(None, description="computed from the row's earlier fields")
+    unique: bool = False
+    twin_rate: float = Field(
+        0.0, description="chance of reusing an earlier row's value: look-alike distractors"
+    )
+    null_rate: float = 0.0
+    default: Any = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FieldSpec:
+        if self.type == "ref" and not self.ref:
+            raise ValueError("a ref field needs `ref: <entity>`")
+        if self.weights and (not self.choices or len(self.weights) != len(self.choices)):
+            raise ValueError("`weights` must match `choices` one for one")
+        return self
+
+
+class PerSpec(_Spec):
+    """Generate rows per parent row instead of a fixed count."""
+
+    entity: str
+    min: int = 0
+    max: int = 3
+
+
+class StepSpec(_Spec):
+    """One tool call of a plan; argument values are literals or ``=expressions``."""
+
+    tool: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    when: str | None = Field(None, description="only if this holds on the initial state")
+    for_each: str | None = Field(
+        None, description="repeat for each element of this list binding, bound as `item`"
+    )
+
+
+class RefSpec(_Spec):
+    """A way to name a row in an instruction without its id, and the look-ups that resolve it.
+
+    ``text`` is a template over ``row`` (and ``{ref:parent}`` for the parent's own reference).
+    """
+
+    text: str
+    lookup: list[StepSpec] = Field(default_factory=list)
+    parent: str | None = Field(None, description="a ref field; the parent is named first")
+    unique: list[str] = Field(
+        default_factory=list, description="fields that must single the row out"
+    )
+
+
+class EntitySpec(_Spec):
+    """A table: typed fields with generators, and references for instructions."""
+
+    description: str = ""
+    label: str = Field("", description="the noun an instruction uses, e.g. 'order'")
+    id_prefix: str
+    count: int | None = None
+    per: PerSpec | None = None
+    fields: dict[str, FieldSpec]
+    refs: list[RefSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _sized(self) -> EntitySpec:
+        if (self.count is None) == (self.per is None):
+            raise ValueError("give exactly one of `count` and `per`")
+        if "id" in self.fields:
+            raise ValueError("`id` is implicit (id_prefix + number)")
+        return self
+
+
+class ParamSpec(_Spec):
+    """A tool parameter (a JSON Schema property)."""
+
+    type: ParamType = "string"
+    description: str
+    enum: list[Any] | None = None
+    required: bool = True
+    minimum: float | None = None
+    maximum: float | None = None
+    max_length: int = 200
+    format: Literal["date"] | None = None
+
+
+class RowsSpec(_Spec):
+    """Rows of an entity: equality filters on fields, an optional row filter, order, limit."""
+
+    rows: str
+    where: dict[str, Any] = Field(
+        default_factory=dict, description="{field: value}; a None value drops the filter"
+    )
+    filter: str | None = Field(None, description="expression over `row` and the scope")
+    order_by: str | None = Field(None, description="a field; '-field' for descending")
+    limit: int = 50
+
+
+class CheckSpec(_Spec):
+    """A precondition; when it fails the call returns ``error`` and changes nothing."""
+
+    check: str
+    error: str
+    rule: str | None = Field(None, description="the rule this check enforces")
+    code: Literal["precondition_failed", "not_found", "invalid_arguments"] = "precondition_failed"
+
+
+class EffectSpec(_Spec):
+    """A write: update or delete a loaded row, or insert a new one."""
+
+    update: str | None = None
+    insert: str | None = None
+    delete: str | None = None
+    set: dict[str, Any] = Field(default_factory=dict)
+    name: str | None = Field(None, description="for inserts: the name the new row is bound to")
+
+    @model_validator(mode="after")
+    def _one(self) -> EffectSpec:
+        if sum(x is not None for x in (self.update, self.insert, self.delete)) != 1:
+            raise ValueError("an effect is exactly one of update, insert, delete")
+        return self
+
+
+class ActionSpec(_Spec):
+    """A tool. Reads answer a query; writes check preconditions, then apply effects."""
+
+    name: str
+    kind: Literal["read", "write"]
+    description: str
+    params: dict[str, ParamSpec] = Field(default_factory=dict)
+    load: dict[str, str | RowsSpec] = Field(
+        default_factory=dict,
+        description="names bound before checks: 'entity[key expr]' (not found is an error), "
+        "'entity[key expr]?' (may be None), or a rows query",
+    )
+    require: list[CheckSpec] = Field(default_factory=list)
+    effects: list[EffectSpec] = Field(default_factory=list)
+    returns: Any = Field(None, description="the result: a literal or =expression")
+    handler: str | None = Field(None, description="a registered Python handler (escape hatch)")
+
+    @field_validator("name")
+    @classmethod
+    def _ident(cls, v: str) -> str:
+        if not _IDENT.match(v):
+            raise ValueError(f"tool name {v!r} must be snake_case")
+        return v
+
+    @model_validator(mode="after")
+    def _shape(self) -> ActionSpec:
+        if self.kind == "read" and self.effects:
+            raise ValueError(f"{self.name}: a read tool has no effects")
+        if self.handler is None and self.returns is None and self.kind == "read":
+            raise ValueError(f"{self.name}: a read tool needs `returns`")
+        return self
+
+
+class PriorCallRule(_Spec):
+    """Every successful ``tool`` call must follow a successful ``needs`` call whose arguments
+    agree as ``match`` says ({tool_param: needs_param})."""
+
+    tool: str
+    needs: str
+    match: dict[str, str] = Field(default_factory=dict)
+
+
+class InvariantRule(_Spec):
+    """Every row of ``entity`` the episode changed must satisfy ``check`` (over ``row``)."""
+
+    entity: str
+    check: str
+
+
+class RuleSpec(_Spec):
+    """A policy, stated to the agent. Tools enforce it through checks that name it; the
+    verifier checks ``prior_call`` and ``invariant`` where no tool would stop the agent."""
+
+    id: str
+    text: str
+    prior_call: PriorCallRule | None = None
+    invariant: InvariantRule | None = None
+
+
+class AnchorSpec(_Spec):
+    """The row a goal is about; its id decides the task's split."""
+
+    entity: str
+    where: str | None = Field(None, description="expression over `row`")
+
+
+class BindSpec(_Spec):
+    """A name bound while a task is made, on the initial state, in order.
+
+    Exactly one of: ``row`` ('entity[key expr]'), ``pick`` (a random row), ``rows`` (all
+    matching rows), ``choice`` (a random value), ``value`` (an expression), ``fake`` (a Faker
+    provider), ``between`` (a random integer in [lo, hi])."""
+
+    row: str | None = None
+    pick: RowsSpec | None = None
+    rows: RowsSpec | None = None
+    choice: list[Any] | None = None
+    value: str | None = None
+    fake: str | None = None
+    between: tuple[int, int] | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> BindSpec:
+        given = [k for k in self.model_fields_set if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a binding is exactly one kind, got {given or 'none'}")
+        return self
+
+
+class GoalSpec(_Spec):
+    """A goal template: bindings, a gold plan, and the words of the request."""
+
+    id: str
+    level: int = Field(1, ge=1, le=4, description="complexity: L1 single-hop .. L4 hierarchical")
+    description: str = ""
+    anchor: AnchorSpec
+    let: dict[str, str | BindSpec] = Field(default_factory=dict)
+    require: list[str] = Field(
+        default_factory=list, description="expressions the bindings must satisfy"
+    )
+    plan: list[StepSpec]
+    instruction: list[str] = Field(min_length=1, description="alternative phrasings")
+    answer: str | None = Field(None, description="expression for the answer the user asks for")
+
+
+class LevelSpec(_Spec):
+    """One rung of the difficulty ladder."""
+
+    width: int = Field(1, ge=1, description="independent sub-goals in one task")
+    indirection: int = Field(0, ge=0, description="look-up hops needed to find each row")
+    distractors: int = Field(0, ge=0, description="prefer references with look-alike rows")
+    goal_levels: list[int] = Field(default_factory=lambda: [1])
+
+
+DEFAULT_LADDER: tuple[LevelSpec, ...] = (
+    LevelSpec(width=1, indirection=0, goal_levels=[1]),
+    LevelSpec(width=1, indirection=1, goal_levels=[1, 2]),
+    LevelSpec(width=2, indirection=1, distractors=1, goal_levels=[1, 2, 3]),
+    LevelSpec(width=2, indirection=2, distractors=1, goal_levels=[2, 3, 4]),
+    LevelSpec(width=3, indirection=2, distractors=2, goal_levels=[2, 3, 4]),
+)
+
+
+class DomainSpec(_Spec):
+    """A whole domain."""
+
+    id: str
+    name: str
+    description: str
+    persona: str = Field(description="who the agent is, first line of its instructions")
+    today: dt.date = Field(dt.date(2026, 6, 1), description="the world's clock")
+    entities: dict[str, EntitySpec]
+    actions: list[ActionSpec]
+    rules: list[RuleSpec] = Field(default_factory=list)
+    goals: list[GoalSpec]
+    ladder: list[LevelSpec] = Field(default_factory=lambda: list(DEFAULT_LADDER))
+    handlers: str | None = Field(None, description="module that registers Python handlers")
+
+    @field_validator("id")
+    @classmethod
+    def _env_id(cls, v: str) -> str:
+        if not re.match(r"^[a-z][a-z0-9_-]*$", v):
+            raise ValueError(f"domain id {v!r} must be lowercase, digits, '-' or '_'")
+        return v
+
+    def action(self, name: str) -> ActionSpec:
+        for a in self.actions:
+            if a.name == name:
+                return a
+        raise KeyError(name)

@@ -1,0 +1,165 @@
+"""The in-process episode: reset(task) -> observation, step(action) -> observation,
+evaluate() -> verdict."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from envfactory.episode.types import (
+    CallRecord,
+    EpisodeStatus,
+    Message,
+    Observation,
+    ToolCall,
+    parse_action,
+)
+from envfactory.errors import EpisodeError
+from envfactory.tasks.types import Task
+from envfactory.tools.params import parse_arguments
+from envfactory.tools.result import ToolError, ToolFailure
+from envfactory.verify.verdict import Verdict
+from envfactory.verify.verifier import verdict
+from envfactory.world.state import RowChange, hex_hash
+
+if TYPE_CHECKING:
+    from envfactory.env import Environment
+
+NOTHING_TO_ADD = "I have nothing to add. Please go ahead with my request."
+ENDED = "The conversation has ended."
+
+
+@dataclass(frozen=True)
+class EpisodeConfig:
+    """Per-episode limits."""
+
+    max_steps: int = 60
+
+
+class Episode:
+    """One live episode over its own copy of the world's state."""
+
+    def __init__(self, env: Environment, config: EpisodeConfig | None = None) -> None:
+        self.env = env
+        self.config = config or EpisodeConfig()
+        self.store = env.world.new_store()
+        self.task: Task | None = None
+        self.log: list[CallRecord] = []
+        self.steps = 0
+        self.done = False
+        self.status: EpisodeStatus = "truncated"
+        self.reply: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def reset(self, task: Task) -> Observation:
+        """Start ``task`` from the world's initial state."""
+        if task.public.env_id != self.env.id:
+            raise EpisodeError(f"task {task.task_id} belongs to {task.public.env_id}")
+        self.store.reset()
+        self.task = task
+        self.log = []
+        self.steps = 0
+        self.done = False
+        self.status = "truncated"
+        self.reply = None
+        return Observation(
+            kind="task", content=task.public.instruction, data=task.public.model_dump()
+        )
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- acting ------------------------------------------------------------------------------
+
+    def step(self, action: Any) -> Observation:
+        """Apply one action. Malformed actions become error observations, never exceptions."""
+        if self.task is None:
+            raise EpisodeError("call reset(task) before step()")
+        if self.done:
+            err = ToolError(code="episode_over", message="the episode is over; reset to play again")
+            return self._error(err, done=True)
+        parsed = parse_action(action)
+        self.steps += 1
+        if isinstance(parsed, ToolError):
+            obs = self._error(parsed)
+        elif isinstance(parsed, Message):
+            obs = self._message(parsed)
+        else:
+            obs = self._call(parsed)
+        if not self.done and self.steps >= self.config.max_steps:
+            self.done, self.status = True, "truncated"
+            obs = obs.model_copy(update={"done": True})
+        return obs
+
+    def _error(self, err: ToolError, done: bool = False) -> Observation:
+        return Observation(
+            kind="tool_error", content=f"Error ({err.code}): {err.message}", error=err, done=done
+        )
+
+    def _message(self, msg: Message) -> Observation:
+        if msg.final:
+            self.reply = msg.content
+            self.done, self.status = True, "completed"
+            return Observation(kind="end", content=ENDED, done=True)
+        return Observation(kind="user", content=NOTHING_TO_ADD)
+
+    def _call(self, call: ToolCall) -> Observation:
+        tool = self.env.world.tools.get(call.tool)
+        if tool is None:
+            err = ToolError(
+                code="unknown_tool",
+                message=f"there is no tool {call.tool[:60]!r}; "
+                f"tools are: {', '.join(self.env.world.tools)}",
+            )
+            return self._error(err)
+        try:
+            result = tool(self.store, call.arguments)
+        except Exception as exc:  # a bug in a tool: the episode is not the agent's to lose
+            self.done, self.status = True, "env_error"
+            err = ToolError(code="tool_failed", message=f"internal error: {type(exc).__name__}")
+            return self._error(err, done=True)
+        try:
+            args = parse_arguments(call.arguments)
+        except ToolFailure:
+            args = {}
+        self.log.append(
+            CallRecord(
+                tool=call.tool,
+                arguments=args,
+                ok=result.ok,
+                error=result.error.code if result.error else None,
+                wrote=result.wrote,
+            )
+        )
+        if result.error is not None:
+            return self._error(result.error)
+        return Observation(
+            kind="tool_result",
+            content=json.dumps(result.data, default=str, separators=(",", ":")),
+            data=result.data,
+        )
+
+    # -- judging -----------------------------------------------------------------------------
+
+    def changes(self) -> list[RowChange]:
+        return self.store.changes()
+
+    def state_hash(self) -> str:
+        return hex_hash(self.store.state_hash())
+
+    def evaluate(self) -> Verdict:
+        """The verdict on the episode so far (an unfinished episode counts as truncated)."""
+        if self.task is None:
+            raise EpisodeError("call reset(task) before evaluate()")
+        return verdict(
+            self.task.hidden,
+            self.store.changes(),
+            self.log,
+            self.reply,
+            self.env.rules,
+            self.env.world.write_tools,
+            self.status,
+            self.state_hash(),
+        )

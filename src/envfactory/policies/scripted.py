@@ -1,0 +1,206 @@
+"""Scripted policies: the oracle, baselines that must score about zero, and a noisy oracle.
+
+They act through the same public episode API as any agent. The oracle reads the hidden gold
+plan (it is in-process and scripted), but every call it makes is an ordinary action.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.tasks.seeds import stable_hash
+from envfactory.tasks.types import PlanStep, Task
+
+Action = ToolCall | Message
+RETRYABLE = frozenset({"transient_error", "rate_limited", "timeout"})
+_ID = re.compile(r"^([A-Z]+)-(\d+)$")
+_ID_IN_TEXT = re.compile(r"\b([A-Z]{2,})-\d{3,}\b")
+
+
+class Policy(Protocol):
+    """Chooses actions: ``start`` once per episode, then ``act`` on each observation."""
+
+    name: str
+
+    def start(self, task: Task, tools: list[dict[str, Any]]) -> None: ...
+
+    def act(self, observation: Observation) -> Action: ...
+
+
+def answer_text(answers: list[Any]) -> str:
+    if not answers:
+        return "Done. Everything you asked for has been taken care of."
+    shown = ", ".join(f"{a:.2f}" if isinstance(a, float) else str(a) for a in answers)
+    return f"Done. The answer: {shown}."
+
+
+class Oracle:
+    """Executes the gold plan step by step, retrying steps hit by transient faults."""
+
+    name = "oracle"
+
+    def __init__(self, retry: bool = True) -> None:
+        self.retry = retry
+        self.plan: list[PlanStep] = []
+        self.answers: list[Any] = []
+        self.i = 0
+        self.pending: PlanStep | None = None
+
+    def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
+        self.plan = list(task.hidden.gold_plan)
+        self.answers = list(task.hidden.answers)
+        self.i = 0
+        self.pending = None
+
+    def _next_step(self) -> PlanStep | None:
+        if self.i >= len(self.plan):
+            return None
+        step = self.plan[self.i]
+        self.i += 1
+        return step
+
+    def act(self, observation: Observation) -> Action:
+        err = observation.error
+        if self.retry and self.pending and err is not None and err.code in RETRYABLE:
+            step: PlanStep | None = self.pending
+        else:
+            step = self._next_step()
+        self.pending = step
+        if step is None:
+            return Message(content=answer_text(self.answers))
+        return ToolCall(tool=step.tool, arguments=dict(step.arguments))
+
+
+class NoOp:
+    """Says it cannot help and stops: must score 0."""
+
+    name = "noop"
+
+    def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
+        pass
+
+    def act(self, observation: Observation) -> Action:
+        return Message(content="I'm sorry, I can't help with that.")
+
+
+_WORDS = ("alpha", "order", "cancel", "refund", "gold", "pending", "Boston", "2026-05-01", "42")
+
+
+def random_value(schema: dict[str, Any], rng: random.Random, id_prefixes: list[str]) -> Any:
+    """A schema-valid value: enum members, bounded numbers, and strings that often look like
+    real ids (so random writes sometimes land, and must still not pay)."""
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    kind = schema.get("type")
+    if kind == "integer":
+        return rng.randint(int(schema.get("minimum", 0)), int(schema.get("maximum", 10)))
+    if kind == "number":
+        return round(rng.uniform(schema.get("minimum", 0), schema.get("maximum", 500)), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if schema.get("format") == "date":
+        return f"2026-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+    if id_prefixes and rng.random() < 0.7:
+        return f"{rng.choice(id_prefixes)}-{rng.randint(1, 60):05d}"
+    return rng.choice(_WORDS)
+
+
+class RandomPolicy:
+    """Random schema-valid tool calls, then a random reply: must score about 0."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0, steps: int = 8) -> None:
+        self.seed = seed
+        self.steps = steps
+        self.rng = random.Random(seed)
+        self.tools: list[dict[str, Any]] = []
+        self.prefixes: list[str] = []
+        self.n = 0
+
+    def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
+        self.rng = random.Random(stable_hash("random", self.seed, task.task_id))
+        self.tools = tools
+        self.n = 0
+        described = " ".join(
+            str(p.get("description", ""))
+            for t in tools
+            for p in t["function"]["parameters"]["properties"].values()
+        )
+        self.prefixes = sorted(set(_ID_IN_TEXT.findall(described)))
+
+    def act(self, observation: Observation) -> Action:
+        self.n += 1
+        if self.n > self.steps or not self.tools:
+            return Message(content=f"All done: {self.rng.randint(1, 999)}.")
+        fn = self.rng.choice(self.tools)["function"]
+        props = fn["parameters"]["properties"]
+        required = fn["parameters"].get("required", [])
+        args = {
+            k: random_value(s, self.rng, self.prefixes)
+            for k, s in props.items()
+            if k in required or self.rng.random() < 0.5
+        }
+        return ToolCall(tool=fn["name"], arguments=args)
+
+
+class NoisyOracle(Oracle):
+    """The oracle with skill in [0, 1]: each step goes wrong with probability 1 - skill
+    (a read is skipped, a write gets a corrupted argument)."""
+
+    name = "noisy-oracle"
+
+    def __init__(self, skill: float = 0.8, seed: int = 0) -> None:
+        super().__init__(retry=True)
+        self.skill = skill
+        self.seed = seed
+        self.rng = random.Random(seed)
+
+    def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
+        super().start(task, tools)
+        self.rng = random.Random(stable_hash("noisy", self.seed, self.skill, task.task_id))
+
+    def _next_step(self) -> PlanStep | None:
+        step = super()._next_step()
+        while step is not None and self.rng.random() > self.skill:
+            if step.arguments and self.rng.random() < 0.6:
+                return _corrupt(step, self.rng)
+            step = super()._next_step()  # skipped
+        return step
+
+
+def _corrupt(step: PlanStep, rng: random.Random) -> PlanStep:
+    args = dict(step.arguments)
+    key = rng.choice(sorted(args))
+    v = args[key]
+    if isinstance(v, str) and (m := _ID.match(v)):
+        n = max(1, int(m.group(2)) + rng.choice([-2, -1, 1, 2]))
+        args[key] = f"{m.group(1)}-{n:0{len(m.group(2))}d}"
+    elif isinstance(v, bool):
+        args[key] = not v
+    elif isinstance(v, (int, float)):
+        args[key] = v + 1
+    else:
+        args[key] = f"{v} (maybe)"
+    return PlanStep(tool=step.tool, arguments=args)
+
+
+SCRIPTED: dict[str, Callable[..., Policy]] = {
+    "oracle": Oracle,
+    "noop": NoOp,
+    "random": RandomPolicy,
+    "noisy-oracle": NoisyOracle,
+}
+
+
+def scripted(name: str, **kwargs: Any) -> Policy:
+    """A scripted policy by name: oracle, noop, random, noisy-oracle (skill=...)."""
+    try:
+        factory = SCRIPTED[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; choose from {', '.join(SCRIPTED)}") from None
+    return factory(**kwargs)

@@ -1,0 +1,69 @@
+"""The registry: ``make(env_id)`` and ``list_envs()``, in Gymnasium's habit."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from envfactory.domain.loader import builtin_domain_files, load_domain
+from envfactory.env import Environment
+from envfactory.errors import UnknownEnvironment
+
+Factory = Callable[..., Environment]
+
+_FACTORIES: dict[str, Factory] = {}
+_MADE: dict[tuple[str, int, float], Environment] = {}
+_LOCK = threading.RLock()
+_builtins_loaded = False
+
+
+def register(env_id: str, factory: Factory, *, overwrite: bool = False) -> None:
+    """Register ``factory(seed=..., scale=...) -> Environment`` under ``env_id``."""
+    with _LOCK:
+        if env_id in _FACTORIES and not overwrite:
+            raise ValueError(f"environment {env_id!r} is already registered")
+        _FACTORIES[env_id] = factory
+
+
+def register_domain_file(path: str | Path, *, overwrite: bool = False) -> str:
+    """Register a domain data file; returns its environment id."""
+    spec = load_domain(path)
+
+    def factory(seed: int = 0, scale: float = 1.0) -> Environment:
+        return Environment(spec, seed=seed, scale=scale)
+
+    register(spec.id, factory, overwrite=overwrite)
+    return spec.id
+
+
+def _load_builtins() -> None:
+    global _builtins_loaded
+    with _LOCK:
+        if _builtins_loaded:
+            return
+        _builtins_loaded = True
+        for path in builtin_domain_files():
+            register_domain_file(path, overwrite=True)
+
+
+def list_envs() -> list[str]:
+    """Ids of every registered environment."""
+    _load_builtins()
+    return sorted(_FACTORIES)
+
+
+def make(env_id: str, *, seed: int = 0, scale: float = 1.0) -> Environment:
+    """The environment ``env_id`` (built once per process and shared; it is read-only)."""
+    _load_builtins()
+    with _LOCK:
+        key = (env_id, seed, scale)
+        env = _MADE.get(key)
+        if env is None:
+            factory = _FACTORIES.get(env_id)
+            if factory is None:
+                raise UnknownEnvironment(
+                    f"no environment {env_id!r}; known: {', '.join(sorted(_FACTORIES))}"
+                )
+            env = _MADE[key] = factory(seed=seed, scale=scale)
+        return env

@@ -1,0 +1,390 @@
+"""Logic-first task synthesis.
+
+A task is made by sampling a gold plan and executing it: choose goal instances (a goal template
+and an anchor row), bind their values on the initial state, name every row by a reference that
+needs look-ups, run the resulting plan through the real tools on a scratch copy of the world,
+and record the changes it made and the answers the user asked for. A plan that fails, touches
+the rows of a sibling sub-goal, or changes nothing is rejected, so every task is solvable and
+not already solved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from faker import Faker
+
+from envfactory.domain.expr import Expr, ExprError, Template, Value, compile_expr
+from envfactory.domain.spec import BindSpec, GoalSpec, LevelSpec, RowsSpec
+from envfactory.errors import DomainError, SynthesisError
+from envfactory.tasks.refs import Call, References
+from envfactory.tasks.seeds import SPLIT_SHARES, split_of, stable_hash, task_seed
+from envfactory.tasks.types import HiddenTask, PlanStep, PublicTask, Split, TargetChange, Task
+from envfactory.tools.runtime import RowLoad, RowsQuery
+from envfactory.world.state import RowChange, hex_hash
+from envfactory.world.store import Store
+from envfactory.world.world import World
+
+_PREFACES = (
+    "I need a few things done.",
+    "I have several requests.",
+    "Please help me with the following.",
+    "There are a few things I'd like you to handle.",
+)
+
+
+class _Reject(Exception):
+    """This candidate cannot make a task (a binding is empty, a plan step fails...)."""
+
+
+@dataclass
+class _Binder:
+    name: str
+    kind: str
+    entity: str | None = None
+    load: RowLoad | RowsQuery | None = None
+    expr: Expr | None = None
+    values: list[Any] = field(default_factory=list)
+    provider: str = ""
+    bounds: tuple[int, int] = (0, 0)
+
+
+@dataclass
+class _Step:
+    tool: str
+    args: dict[str, Value]
+    when: Expr | None
+    for_each: str | None
+
+    def calls(self, scope: dict[str, Any]) -> list[Call]:
+        if self.when is not None and not self.when(scope):
+            return []
+        if self.for_each is None:
+            return [(self.tool, {k: v(scope) for k, v in self.args.items()})]
+        out = []
+        for item in scope[self.for_each]:
+            inner = {**scope, "item": item}
+            out.append((self.tool, {k: v(inner) for k, v in self.args.items()}))
+        return out
+
+
+class _Goal:
+    """A goal template compiled against a world."""
+
+    def __init__(self, spec: GoalSpec, world: World) -> None:
+        self.spec = spec
+        tables = world.tables
+        if spec.anchor.entity not in tables:
+            raise DomainError(f"goal {spec.id}: unknown anchor entity {spec.anchor.entity!r}")
+        self.anchor_where = compile_expr(spec.anchor.where) if spec.anchor.where else None
+        self.entity_of: dict[str, str] = {"anchor": spec.anchor.entity}
+        self.binders = [self._binder(n, b, world) for n, b in spec.let.items()]
+        self.requires = [compile_expr(r) for r in spec.require]
+        self.plan = []
+        for s in spec.plan:
+            if s.tool not in world.tools:
+                raise DomainError(f"goal {spec.id}: plan calls unknown tool {s.tool!r}")
+            params = world.tools[s.tool].params
+            missing = [p for p, ps in params.items() if ps.required and p not in s.args]
+            extra = [a for a in s.args if a not in params]
+            if missing or extra:
+                raise DomainError(f"goal {spec.id}: {s.tool} args missing {missing} extra {extra}")
+            when = compile_expr(s.when) if s.when else None
+            args = {k: Value(v) for k, v in s.args.items()}
+            self.plan.append(_Step(s.tool, args, when, s.for_each))
+        self.instructions = [Template(t) for t in spec.instruction]
+        for t in self.instructions:
+            for ref in t.refs:
+                if ref not in self.entity_of:
+                    raise DomainError(f"goal {spec.id}: {{ref:{ref}}} is not a row binding")
+        self.answer = compile_expr(spec.answer) if spec.answer else None
+
+    def _binder(self, name: str, b: str | BindSpec, world: World) -> _Binder:
+        if isinstance(b, str):
+            b = BindSpec(row=b)
+        if b.row is not None:
+            load = RowLoad(b.row, world.tables)
+            self.entity_of[name] = load.table.name
+            return _Binder(name, "row", load=load)
+        if b.pick is not None or b.rows is not None:
+            spec: RowsSpec = b.pick or b.rows  # type: ignore[assignment]
+            query = RowsQuery(spec.model_copy(update={"limit": 10_000}), world.tables)
+            if b.pick is not None:
+                self.entity_of[name] = spec.rows
+            return _Binder(name, "pick" if b.pick else "rows", load=query)
+        if b.choice is not None:
+            return _Binder(name, "choice", values=list(b.choice))
+        if b.value is not None:
+            return _Binder(name, "value", expr=compile_expr(b.value))
+        if b.fake is not None:
+            return _Binder(name, "fake", provider=b.fake)
+        assert b.between is not None
+        return _Binder(name, "between", bounds=b.between)
+
+
+@dataclass
+class _Instance:
+    goal: _Goal
+    steps: list[Call]
+    text: str
+    answer: Any
+
+
+class TaskFactory:
+    """Makes the tasks of one world: ``factory.make(split, difficulty, index)``."""
+
+    MAX_ATTEMPTS = 24
+
+    def __init__(self, world: World, env_id: str) -> None:
+        self.world = world
+        self.env_id = env_id
+        self.spec = world.spec
+        self.goals = [_Goal(g, world) for g in self.spec.goals]
+        self.refs = References(self.spec, world.base)
+        self.store: Store = world.new_store()  # scratch state gold plans run on
+        self.base_store: Store = world.new_store()  # never written: bindings read the start
+        self.fake = Faker("en_US")
+        self._viable: dict[int, dict[str, list[str]]] | None = None
+        self._pools: dict[tuple[str, int], list[tuple[int, str]]] = {}
+        self.public_rules = [r.text for r in self.spec.rules]
+        self.tool_names = list(world.tools)
+
+    @property
+    def difficulties(self) -> list[int]:
+        return list(range(1, len(self.spec.ladder) + 1))
+
+    def level(self, difficulty: int) -> LevelSpec:
+        if not 1 <= difficulty <= len(self.spec.ladder):
+            raise SynthesisError(f"difficulty must be 1..{len(self.spec.ladder)}, got {difficulty}")
+        return self.spec.ladder[difficulty - 1]
+
+    # -- candidate pools ---------------------------------------------------------------------
+
+    def _viable_anchors(self) -> dict[int, dict[str, list[str]]]:
+        """For each goal, the anchors (by split) whose bindings work: tried once per world."""
+        if self._viable is not None:
+            return self._viable
+        out: dict[int, dict[str, list[str]]] = {}
+        for gi, goal in enumerate(self.goals):
+            by_split: dict[str, list[str]] = {s: [] for s, _ in SPLIT_SHARES}
+            entity = goal.spec.anchor.entity
+            table = self.world.tables[entity]
+            for values in self.world.base.rows[entity].values():
+                row = table.to_row(values)
+                try:
+                    if goal.anchor_where is not None and not goal.anchor_where({"row": row}):
+                        continue
+                    self._bind(goal, row, random.Random(0))
+                except (_Reject, ExprError):
+                    continue
+                by_split[split_of(self.env_id, entity, row["id"])].append(row["id"])
+            out[gi] = by_split
+        self._viable = out
+        return out
+
+    def _pool(self, split: str, difficulty: int) -> list[tuple[int, str]]:
+        """Candidate (goal, anchor) pairs of one cell in a fixed pseudo-random order that
+        interleaves goals, so consecutive slots (a wide task's sub-goals) differ in kind."""
+        key = (split, difficulty)
+        if key in self._pools:
+            return self._pools[key]
+        levels = set(self.level(difficulty).goal_levels)
+        rng = random.Random(stable_hash("pool", self.env_id, split, difficulty))
+        queues = []
+        for gi, by_split in self._viable_anchors().items():
+            if self.goals[gi].spec.level in levels and by_split[split]:
+                anchors = list(by_split[split])
+                rng.shuffle(anchors)
+                queues.append([(gi, a) for a in anchors])
+        pool: list[tuple[int, str]] = []
+        while queues:
+            rng.shuffle(queues)
+            for q in queues:
+                pool.append(q.pop())
+            queues = [q for q in queues if q]
+        self._pools[key] = pool
+        return pool
+
+    def capacity(self, split: str, difficulty: int) -> int:
+        """How many goal instances one cell can draw before it starts to reuse anchors."""
+        return len(self._pool(split, difficulty))
+
+    # -- binding and rendering ---------------------------------------------------------------
+
+    def _bind(self, goal: _Goal, anchor: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+        scope: dict[str, Any] = {"today": self.world.today, "anchor": anchor}
+        for b in goal.binders:
+            if b.kind == "row":
+                assert isinstance(b.load, RowLoad)
+                key = b.load.key(scope)
+                value = None if key is None else self.refs.row(b.load.table.name, key)
+                if value is None:
+                    raise _Reject(f"{b.name}: no row {key!r}")
+            elif b.kind in ("pick", "rows"):
+                assert isinstance(b.load, RowsQuery)
+                found = b.load(self.base_store, scope)
+                if b.kind == "pick":
+                    if not found:
+                        raise _Reject(f"{b.name}: nothing to pick")
+                    value = rng.choice(found)
+                else:
+                    value = found
+            elif b.kind == "choice":
+                value = rng.choice(b.values)
+            elif b.kind == "value":
+                assert b.expr is not None
+                value = b.expr(scope)
+            elif b.kind == "fake":
+                self.fake.seed_instance(rng.getrandbits(32))
+                value = getattr(self.fake, b.provider)()
+            else:
+                value = rng.randint(*b.bounds)
+            scope[b.name] = value
+        for r in goal.requires:
+            if not r(scope):
+                raise _Reject("requirement not met")
+        return scope
+
+    def _instance(
+        self, goal: _Goal, anchor_id: str, level: LevelSpec, rng: random.Random
+    ) -> _Instance:
+        anchor = self.refs.row(goal.spec.anchor.entity, anchor_id)
+        assert anchor is not None
+        scope = self._bind(goal, anchor, rng)
+        template = rng.choice(goal.instructions)
+        lookups: list[Call] = []
+        texts: dict[str, str] = {}
+        for name in template.refs:
+            if name not in texts:
+                r = self.refs.render(
+                    goal.entity_of[name], scope[name], level.indirection, level.distractors, rng
+                )
+                texts[name] = r.text
+                lookups += [c for c in r.lookups if c not in lookups]
+        text = template.render(scope, refs=texts.__getitem__)
+        steps = list(lookups)
+        for s in goal.plan:
+            steps += s.calls(scope)
+        answer = goal.answer(scope) if goal.answer else None
+        if answer is not None and _answer_text(answer).lower() in text.lower():
+            raise _Reject("the request gives its own answer away")
+        return _Instance(goal, steps, text, answer)
+
+    # -- making tasks ------------------------------------------------------------------------
+
+    def _execute(self, inst: _Instance, claimed: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Run one instance's steps on the scratch state; the rows it touched."""
+        store = self.store
+        before = {(t, k) for t, keys in store.touched.items() for k in keys}
+        for tool, args in inst.steps:
+            if not self.world.tools[tool](store, args).ok:
+                raise _Reject(f"gold step {tool} failed")
+        touched = {(t, k) for t, keys in store.touched.items() for k in keys} - before
+        if touched & claimed:
+            raise _Reject("touches the rows of another sub-goal")
+        rows = self.world.base.rows
+        if inst.answer is None and all(store.raw(t, k) == rows[t].get(k) for t, k in touched):
+            raise _Reject("changes nothing")
+        return touched
+
+    def make(self, split: Split, difficulty: int, index: int) -> Task:
+        """The task at (split, difficulty, index): a pure function of those and the world."""
+        if split not in dict(SPLIT_SHARES):
+            raise SynthesisError(f"unknown split {split!r}")
+        if index < 0:
+            raise SynthesisError("index must be >= 0")
+        level = self.level(difficulty)
+        pool = self._pool(split, difficulty)
+        if not pool:
+            raise SynthesisError(f"{self.env_id}: no goal fits {split} at difficulty {difficulty}")
+        rng = random.Random(task_seed(self.env_id, split, difficulty, index))
+        width = min(level.width, len(pool))
+        chosen: list[_Instance] = []
+        claimed: set[tuple[str, str]] = set()
+        slot = index * width
+        self.store.reset()
+        for _ in range(width + self.MAX_ATTEMPTS):
+            if len(chosen) == width:
+                break
+            gi, anchor_id = pool[slot % len(pool)]
+            slot += 1
+            try:
+                inst = self._instance(self.goals[gi], anchor_id, level, rng)
+                with self.store.transaction():
+                    claimed |= self._execute(inst, claimed)
+            except (_Reject, ExprError):
+                continue
+            chosen.append(inst)
+        if len(chosen) < width:
+            raise SynthesisError(f"{self.env_id}: no task at {split}/{difficulty}/{index}")
+        return self._task(split, difficulty, index, level, chosen, self.store.changes(), rng)
+
+    def _task(
+        self,
+        split: Split,
+        difficulty: int,
+        index: int,
+        level: LevelSpec,
+        chosen: list[_Instance],
+        changes: list[RowChange],
+        rng: random.Random,
+    ) -> Task:
+        task_id = f"{self.env_id}/{split}/{difficulty}/{index}"
+        if len(chosen) == 1:
+            instruction = chosen[0].text
+        else:
+            items = "\n".join(f"{i}. {c.text}" for i, c in enumerate(chosen, 1))
+            instruction = f"{rng.choice(_PREFACES)}\n{items}"
+        answers = [c.answer for c in chosen if c.answer is not None]
+        target = [
+            TargetChange(table=c.table, id=c.key, before=c.before, after=c.after) for c in changes
+        ]
+        plan = [PlanStep(tool=t, arguments=a) for c in chosen for t, a in c.steps]
+        public = PublicTask(
+            task_id=task_id,
+            env_id=self.env_id,
+            split=split,
+            difficulty=difficulty,
+            instruction=instruction,
+            persona=self.spec.persona,
+            rules=self.public_rules,
+            tools=self.tool_names,
+        )
+        hidden = HiddenTask(
+            task_id=task_id,
+            goals=[c.goal.spec.id for c in chosen],
+            gold_plan=plan,
+            target=target,
+            answers=answers,
+            knobs={
+                "width": len(chosen),
+                "indirection": level.indirection,
+                "distractors": level.distractors,
+                "max_level": max(c.goal.spec.level for c in chosen),
+            },
+            fingerprint=fingerprint(target, answers),
+        )
+        return Task(public=public, hidden=hidden, initial_hash=hex_hash(self.world.base.hash))
+
+
+def _answer_text(v: Any) -> str:
+    return f"{v:.2f}" if isinstance(v, float) else str(v)
+
+
+def fingerprint(target: list[TargetChange], answers: list[Any]) -> str:
+    """What a task asks for, ids of inserted rows left out (they depend on call order)."""
+    parts = []
+    for c in target:
+        after = c.after
+        if c.before is None and after is not None:
+            after = {k: v for k, v in after.items() if k != "id"}
+            parts.append([c.table, None, None, after])
+        else:
+            parts.append([c.table, c.id, c.before, after])
+    parts.sort(key=lambda p: json.dumps(p, sort_keys=True, default=str))
+    text = json.dumps([parts, answers], sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()

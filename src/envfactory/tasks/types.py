@@ -1,0 +1,78 @@
+"""Tasks as two types: what the agent may see, and what only the verifier may see.
+
+:class:`PublicTask` is the only task type that crosses an API boundary. :class:`HiddenTask`
+holds the gold plan, the target changes and the expected answer; it is never serialised into a
+public view, an observation or an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Split = Literal["train", "validation", "test"]
+SPLITS: tuple[Split, ...] = ("train", "validation", "test")
+
+
+class PublicTask(BaseModel):
+    """The task as the agent meets it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    env_id: str
+    split: Split
+    difficulty: int
+    instruction: str = Field(description="the user's request, in the user's words")
+    persona: str = Field(description="who the agent is")
+    rules: list[str] = Field(description="the policy the agent must respect")
+    tools: list[str] = Field(description="names of the tools the agent may call")
+
+
+class PlanStep(BaseModel):
+    """One tool call of a gold plan."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    arguments: dict[str, Any]
+
+
+class TargetChange(BaseModel):
+    """A row the gold plan changes: its value before and after (None when absent)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    table: str
+    id: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+
+
+class HiddenTask(BaseModel):
+    """The task as the verifier knows it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    goals: list[str] = Field(description="the goal templates combined")
+    gold_plan: list[PlanStep]
+    target: list[TargetChange]
+    answers: list[Any] = Field(default_factory=list, description="values the reply must give")
+    knobs: dict[str, int] = Field(description="width, indirection, distractors, max level")
+    fingerprint: str = Field(description="hash of what the task asks for (target and answers)")
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A public view and its hidden half; only ``public`` ever leaves the process."""
+
+    public: PublicTask
+    hidden: HiddenTask
+    initial_hash: str
+
+    @property
+    def task_id(self) -> str:
+        return self.public.task_id

@@ -1,0 +1,120 @@
+"""Tool parameters: JSON Schema for models, and strict validation of what a model sends."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from envfactory.domain.spec import ParamSpec
+from envfactory.tools.result import ToolFailure
+
+_JSON_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
+MAX_ARGUMENT_BYTES = 20_000
+
+
+def json_schema(params: Mapping[str, ParamSpec]) -> dict[str, Any]:
+    """The parameters as a JSON Schema object (OpenAI ``parameters`` / MCP ``inputSchema``)."""
+    props: dict[str, Any] = {}
+    for name, p in params.items():
+        prop: dict[str, Any] = {"type": _JSON_TYPES[p.type], "description": p.description}
+        if p.enum is not None:
+            prop["enum"] = list(p.enum)
+        if p.type == "string":
+            prop["maxLength"] = p.max_length
+        if p.format:
+            prop["format"] = p.format
+        if p.minimum is not None:
+            prop["minimum"] = p.minimum
+        if p.maximum is not None:
+            prop["maximum"] = p.maximum
+        props[name] = prop
+    return {
+        "type": "object",
+        "properties": props,
+        "required": [n for n, p in params.items() if p.required],
+        "additionalProperties": False,
+    }
+
+
+def _show(v: Any) -> str:
+    text = json.dumps(v, default=str) if not isinstance(v, str) else repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_one(name: str, p: ParamSpec, v: Any) -> str | None:
+    """A problem with one value, or None."""
+    if v is None:
+        return None if not p.required else f"{name!r} is required"
+    if p.type == "string":
+        if not isinstance(v, str):
+            return f"{name!r} must be a string, got {_show(v)}"
+        if len(v) > p.max_length:
+            return f"{name!r} is longer than {p.max_length} characters"
+        if p.format == "date":
+            try:
+                dt.date.fromisoformat(v)
+            except ValueError:
+                return f"{name!r} must be a date as YYYY-MM-DD, got {_show(v)}"
+    elif p.type == "integer":
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+            return f"{name!r} must be an integer, got {_show(v)}"
+    elif p.type == "number":
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+            return f"{name!r} must be a number, got {_show(v)}"
+    elif p.type == "boolean" and not isinstance(v, bool):
+        return f"{name!r} must be true or false, got {_show(v)}"
+    if p.enum is not None and v not in p.enum:
+        return f"{name!r} must be one of {', '.join(map(str, p.enum))}; got {_show(v)}"
+    if p.minimum is not None and v < p.minimum:
+        return f"{name!r} must be at least {p.minimum}"
+    if p.maximum is not None and v > p.maximum:
+        return f"{name!r} must be at most {p.maximum}"
+    return None
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Arguments as a dict, from a dict or a JSON object text."""
+    if isinstance(raw, str):
+        if len(raw) > MAX_ARGUMENT_BYTES:
+            raise ToolFailure("invalid_arguments", "arguments are too large")
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except (ValueError, RecursionError):
+            raise ToolFailure("invalid_arguments", "arguments are not valid JSON") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ToolFailure("invalid_arguments", "arguments must be a JSON object")
+    return raw
+
+
+def validate(tool: str, params: Mapping[str, ParamSpec], raw: Any) -> dict[str, Any]:
+    """Checked arguments, every parameter present (absent optional ones as None).
+
+    Raises :class:`ToolFailure` naming every problem at once.
+    """
+    args = parse_arguments(raw)
+    problems: list[str] = []
+    fields: list[str] = []
+    extra = [k for k in args if k not in params]
+    if extra:
+        fields.append(str(extra[0]))
+        problems.append(
+            f"unknown argument(s) {', '.join(map(_show, extra))}; "
+            f"{tool} takes {', '.join(params) or 'no arguments'}"
+        )
+    out: dict[str, Any] = {}
+    for name, p in params.items():
+        v = args.get(name)
+        problem = _check_one(name, p, v)
+        if problem:
+            problems.append(problem)
+            fields.append(name)
+        elif p.type == "integer" and v is not None:
+            v = int(v)
+        out[name] = v
+    if problems:
+        raise ToolFailure("invalid_arguments", "; ".join(problems), field=fields[0])
+    return out

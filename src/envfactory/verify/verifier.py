@@ -1,0 +1,183 @@
+"""The verifier: compare the episode's final state and reply with the task's target.
+
+Required changes present (row for row; inserted rows matched by content, since their ids depend
+on call order), nothing else changed, rules respected, answers given, and writes within a
+budget. Cost scales with the rows the episode touched, not with the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from envfactory.domain.expr import Expr, ExprError, compile_expr
+from envfactory.domain.spec import RuleSpec
+from envfactory.episode.types import CallRecord, EpisodeStatus
+from envfactory.tasks.types import HiddenTask, TargetChange
+from envfactory.verify.answers import grade
+from envfactory.verify.verdict import RubricItem, Verdict, combine
+from envfactory.world.state import RowChange
+
+_NEW = "<new row>"
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return abs(float(a) - float(b)) <= 1e-6
+        except (TypeError, ValueError):
+            return False
+    return bool(a == b)
+
+
+def _same_row(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+
+
+def _content(row: dict[str, Any], new_ids: set[str]) -> dict[str, Any]:
+    return {k: (_NEW if v in new_ids else v) for k, v in row.items() if k != "id"}
+
+
+def match_state(
+    target: Sequence[TargetChange], changes: Sequence[RowChange]
+) -> tuple[int, list[str], list[str]]:
+    """(target changes matched, the ones missing or wrong, collateral changes)."""
+    made = {(c.table, c.key): c for c in changes}
+    agent_inserts = [c for c in changes if c.before is None]
+    new_ids = {c.key for c in agent_inserts} | {t.id for t in target if t.before is None}
+    used: set[tuple[str, str]] = set()
+    matched, missing = 0, []
+    for t in target:
+        if t.before is not None:
+            c = made.get((t.table, t.id))
+            final = c.after if c is not None else t.before
+            used.add((t.table, t.id))
+            if _same_row(final, t.after):
+                matched += 1
+            else:
+                missing.append(f"{t.table} {t.id} is not as required")
+            continue
+        want = _content(t.after or {}, new_ids)
+        for c in agent_inserts:
+            key = (c.table, c.key)
+            if c.table == t.table and key not in used:
+                if _same_row(_content(c.after or {}, new_ids), want):
+                    used.add(key)
+                    matched += 1
+                    break
+        else:
+            missing.append(f"a required new {t.table} row is missing")
+    collateral = [f"{c.op} of {c.table} {c.key}" for c in changes if (c.table, c.key) not in used]
+    return matched, missing, collateral
+
+
+class RuleChecker:
+    """The rules a verifier checks because no tool would stop the agent."""
+
+    def __init__(self, rules: Sequence[RuleSpec]) -> None:
+        self.prior = [(r.id, r.prior_call) for r in rules if r.prior_call]
+        self.invariants: list[tuple[str, str, Expr]] = [
+            (r.id, r.invariant.entity, compile_expr(r.invariant.check))
+            for r in rules
+            if r.invariant
+        ]
+
+    def violations(self, log: Sequence[CallRecord], changes: Sequence[RowChange]) -> list[str]:
+        out = []
+        for rule_id, p in self.prior:
+            assert p is not None
+            for i, call in enumerate(log):
+                if not (call.ok and call.tool == p.tool):
+                    continue
+                if not any(
+                    prev.ok
+                    and prev.tool == p.needs
+                    and all(call.arguments.get(a) == prev.arguments.get(b) for a, b in p.match.items())
+                    for prev in log[:i]
+                ):
+                    out.append(f"{rule_id}: {p.tool} without a prior {p.needs}")
+        for rule_id, entity, check in self.invariants:
+            for c in changes:
+                if c.table == entity and c.after is not None:
+                    try:
+                        ok = bool(check({"row": c.after}))
+                    except ExprError:
+                        ok = False
+                    if not ok:
+                        out.append(f"{rule_id}: {entity} {c.key} breaks it")
+        return out
+
+
+def verdict(
+    task: HiddenTask,
+    changes: Sequence[RowChange],
+    log: Sequence[CallRecord],
+    reply: str | None,
+    rules: RuleChecker,
+    write_tools: frozenset[str],
+    status: EpisodeStatus,
+    state_hash: str,
+) -> Verdict:
+    """Score an episode. Faults that are not the agent's get no reward at all."""
+    if status in ("env_error", "infra_error"):
+        item = RubricItem(name="fault", kind="gate", weight=0, score=0, reason=status)
+        return Verdict(reward=None, status=status, items=[item], state_hash=state_hash)
+    items = []
+    matched, missing, collateral = match_state(task.target, changes)
+    n = len(task.target)
+    items.append(
+        RubricItem(
+            name="state",
+            kind="score",
+            weight=1.0 if n else 0.0,
+            score=matched / n if n else 1.0,
+            reason=f"{matched} of {n} required changes made"
+            + (f"; {', '.join(missing[:3])}" if missing else ""),
+        )
+    )
+    answer_score, why = grade(reply, task.answers)
+    items.append(
+        RubricItem(
+            name="answer",
+            kind="score",
+            weight=1.0 if task.answers else 0.0,
+            score=answer_score,
+            reason=why,
+        )
+    )
+    items.append(
+        RubricItem(
+            name="no_collateral",
+            kind="gate",
+            weight=0.0,
+            score=0.0 if collateral else 1.0,
+            reason=("changed what was not asked: " + ", ".join(collateral[:3]))
+            if collateral
+            else "nothing else changed",
+        )
+    )
+    broken = rules.violations(log, changes)
+    items.append(
+        RubricItem(
+            name="rules",
+            kind="gate",
+            weight=0.0,
+            score=0.0 if broken else 1.0,
+            reason="; ".join(broken[:3]) if broken else "all rules respected",
+        )
+    )
+    gold_writes = sum(1 for s in task.gold_plan if s.tool in write_tools)
+    budget = 3 * gold_writes + 5
+    writes = sum(1 for c in log if c.tool in write_tools)
+    items.append(
+        RubricItem(
+            name="write_budget",
+            kind="gate",
+            weight=0.0,
+            score=1.0 if writes <= budget else 0.0,
+            reason=f"{writes} write calls (budget {budget})",
+        )
+    )
+    return Verdict(reward=combine(items), status=status, items=items, state_hash=state_hash)

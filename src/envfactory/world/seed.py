@@ -1,0 +1,165 @@
+"""Deterministic initial data: realistic values from Faker, drawn in dependency order."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from graphlib import CycleError, TopologicalSorter
+from typing import Any
+
+from faker import Faker
+
+from envfactory.domain.expr import compile_expr
+from envfactory.domain.spec import DomainSpec, EntitySpec, FieldSpec
+from envfactory.errors import DomainError
+from envfactory.world.tables import Row, Table
+
+
+def entity_order(spec: DomainSpec) -> list[str]:
+    """Entities ordered so every entity comes after those it refers to."""
+    graph: dict[str, set[str]] = {}
+    for name, e in spec.entities.items():
+        deps = {f.ref for f in e.fields.values() if f.ref and f.ref != name}
+        if e.per:
+            deps.add(e.per.entity)
+        graph[name] = {d for d in deps if d is not None}
+    try:
+        return list(TopologicalSorter(graph).static_order())
+    except CycleError as exc:
+        raise DomainError(f"{spec.id}: entities refer to each other in a cycle: {exc}") from None
+
+
+class _FieldDrawer:
+    """Draws one field's values; remembers earlier values for `unique` and `twin_rate`."""
+
+    def __init__(self, name: str, spec: FieldSpec, fake: Faker, rng: random.Random) -> None:
+        self.name, self.spec, self.fake, self.rng = name, spec, fake, rng
+        self.seen: list[Any] = []
+        self.seen_set: set[Any] = set()
+        self.expr = compile_expr(spec.expr) if spec.expr else None
+
+    def _raw(self, today: dt.date, row: Row) -> Any:
+        s, rng = self.spec, self.rng
+        if self.expr is not None:
+            return self.expr({"row": row, "today": today.isoformat()})
+        if s.choices is not None:
+            return rng.choices(s.choices, weights=s.weights)[0]
+        if s.faker:
+            return getattr(self.fake, s.faker)(**s.faker_args)
+        if s.pattern:
+            return self.fake.bothify(s.pattern)
+        lo = 0.0 if s.min is None else s.min
+        hi = 100.0 if s.max is None else s.max
+        if s.type == "integer":
+            return rng.randint(int(lo), int(hi))
+        if s.type == "number":
+            return round(rng.uniform(lo, hi), s.decimals)
+        if s.type == "boolean":
+            return rng.random() < 0.5
+        if s.type == "date":
+            return (today + dt.timedelta(days=rng.randint(int(lo), int(hi)))).isoformat()
+        raise DomainError(f"field {self.name!r}: no way to generate a {s.type} value")
+
+    def draw(self, today: dt.date, row: Row) -> Any:
+        s = self.spec
+        if s.null_rate and self.rng.random() < s.null_rate:
+            return None
+        if s.twin_rate and self.seen and self.rng.random() < s.twin_rate:
+            return self.rng.choice(self.seen)
+        value = self._raw(today, row)
+        if s.unique:
+            tries = 0
+            while value in self.seen_set:
+                tries += 1
+                value = self._raw(today, row) if tries < 20 else _suffixed(value, tries)
+            self.seen_set.add(value)
+        if s.twin_rate:
+            self.seen.append(value)
+        return value
+
+
+def _suffixed(value: Any, n: int) -> Any:
+    """A unique variant of a repeated value: ``ann@x.com`` -> ``ann21@x.com``."""
+    if isinstance(value, str) and "@" in value:
+        user, _, host = value.partition("@")
+        return f"{user}{n}@{host}"
+    return f"{value} {n}" if isinstance(value, str) else value + n
+
+
+def _parent_pools(
+    entity: EntitySpec, rows: dict[str, list[Row]]
+) -> dict[str, dict[tuple[Any, ...], list[str]]]:
+    """For each scoped ref field, parents' ids grouped by the scope fields' values."""
+    pools: dict[str, dict[tuple[Any, ...], list[str]]] = {}
+    for fname, f in entity.fields.items():
+        if f.ref and f.scope:
+            groups: dict[tuple[Any, ...], list[str]] = {}
+            for r in rows[f.ref]:
+                groups.setdefault(tuple(r[p] for p in f.scope), []).append(r["id"])
+            pools[fname] = groups
+    return pools
+
+
+def generate(
+    spec: DomainSpec, tables: dict[str, Table], seed: int, scale: float
+) -> dict[str, list[Row]]:
+    """All initial rows of a world, keyed by entity, as a pure function of (spec, seed, scale)."""
+    rows: dict[str, list[Row]] = {}
+    by_id: dict[str, dict[str, Row]] = {}
+    for name in entity_order(spec):
+        entity = spec.entities[name]
+        rng = random.Random(f"{spec.id}|{name}|{seed}")
+        fake = Faker("en_US")
+        fake.seed_instance(rng.getrandbits(64))
+        drawers = {f: _FieldDrawer(f, s, fake, rng) for f, s in entity.fields.items()}
+        pools = _parent_pools(entity, rows)
+        table = tables[name]
+        out: list[Row] = []
+
+        def parents() -> list[tuple[str | None, str | None]]:
+            if entity.per is None:
+                count = entity.count or 0
+                n = max(1, round(count * scale)) if count else 0
+                return [(None, None)] * n
+            per = entity.per
+            link = next(f for f, s in entity.fields.items() if s.ref == per.entity)
+            return [
+                (link, p["id"])
+                for p in rows[per.entity]
+                for _ in range(rng.randint(per.min, per.max))
+            ]
+
+        for link, parent_id in parents():
+            row: Row = {"id": table.format_id(len(out) + 1)}
+            for fname, f in entity.fields.items():
+                if fname == link:
+                    row[fname] = parent_id
+                elif f.ref:
+                    row[fname] = _draw_ref(fname, f, row, rows, pools, rng)
+                elif f.copy_from:
+                    src_field, _, attr = f.copy_from.partition(".")
+                    src = by_id[entity.fields[src_field].ref or ""].get(row[src_field])
+                    row[fname] = None if src is None else src[attr]
+                else:
+                    row[fname] = drawers[fname].draw(spec.today, row)
+            out.append(row)
+        rows[name] = out
+        by_id[name] = {r["id"]: r for r in out}
+    return {name: rows[name] for name in spec.entities}
+
+
+def _draw_ref(
+    fname: str,
+    f: FieldSpec,
+    row: Row,
+    rows: dict[str, list[Row]],
+    pools: dict[str, dict[tuple[Any, ...], list[str]]],
+    rng: random.Random,
+) -> str | None:
+    if f.null_rate and rng.random() < f.null_rate:
+        return None
+    if f.scope:
+        pool = pools[fname].get(tuple(row[own] for own in f.scope.values()), [])
+        return rng.choice(pool) if pool else None
+    parents = rows[f.ref or ""]
+    return rng.choice(parents)["id"] if parents else None

@@ -1,0 +1,227 @@
+"""Per-episode state: an in-memory SQLite database reset from a snapshot.
+
+Tools are the only writers, and they write through :class:`Store`, so the store knows which
+rows an episode touched. Hashing and diffing then cost O(touched rows), not O(database).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from envfactory.world.state import MOD, RowChange, hash_rows, row_digest
+from envfactory.world.tables import Row, Table
+
+
+@dataclass(frozen=True)
+class Base:
+    """The immutable initial state of a world, shared by all its episodes."""
+
+    tables: dict[str, Table]
+    snapshot: bytes
+    rows: dict[str, dict[str, tuple[Any, ...]]]  # table -> id -> stored tuple
+    next_ids: dict[str, int]
+    hash: int
+
+    @classmethod
+    def build(cls, tables: dict[str, Table], data: Mapping[str, Iterable[Row]]) -> Base:
+        conn = sqlite3.connect(":memory:")
+        rows: dict[str, dict[str, tuple[Any, ...]]] = {}
+        for name, table in tables.items():
+            for stmt in table.ddl():
+                conn.execute(stmt)
+            stored = [table.to_tuple(r) for r in data[name]]
+            conn.executemany(table.insert, stored)
+            rows[name] = {t[0]: t for t in stored}
+        conn.commit()
+        conn.execute("VACUUM")
+        snapshot = conn.serialize()
+        conn.close()
+        next_ids = {name: len(by_id) + 1 for name, by_id in rows.items()}
+        return cls(tables, snapshot, rows, next_ids, hash_rows(rows))
+
+
+class Store:
+    """One episode's database, plus the set of rows it has touched since the base state."""
+
+    __slots__ = ("base", "conn", "touched", "next_ids", "_digests")
+
+    def __init__(self, base: Base) -> None:
+        self.base = base
+        self.conn = sqlite3.connect(
+            ":memory:", check_same_thread=False, isolation_level=None, cached_statements=256
+        )
+        self.touched: dict[str, set[str]] = {}
+        self.next_ids: dict[str, int] = {}
+        self._digests: dict[tuple[str, str], int] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Back to the base state: deserialise the snapshot (tens of microseconds)."""
+        self.conn.deserialize(self.base.snapshot)
+        self.touched = {}
+        self.next_ids = dict(self.base.next_ids)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, table: str, key: Any) -> Row | None:
+        t = self.base.tables[table]
+        found = self.conn.execute(t.select_by_id, (key,)).fetchone()
+        return None if found is None else t.to_row(found)
+
+    def raw(self, table: str, key: str) -> tuple[Any, ...] | None:
+        t = self.base.tables[table]
+        found = self.conn.execute(t.select_by_id, (key,)).fetchone()
+        return None if found is None else tuple(found)
+
+    def rows(
+        self,
+        table: str,
+        where: Mapping[str, Any] | None = None,
+        order_by: str | None = None,
+        limit: int | None = None,
+    ) -> list[Row]:
+        """Rows whose fields equal ``where`` (strings compared case-insensitively, except ids
+        and references)."""
+        t = self.base.tables[table]
+        sql = [f"SELECT {', '.join(t.columns)} FROM {table}"]
+        params: list[Any] = []
+        clauses = []
+        for field, value in (where or {}).items():
+            if field not in t.types:
+                raise KeyError(f"{table} has no field {field!r}")
+            nocase = t.types[field] == "string" and field != "id"
+            if value is None:
+                clauses.append(f"{field} IS NULL")
+                continue
+            clauses.append(f"{field} = ?" + (" COLLATE NOCASE" if nocase else ""))
+            params.append(int(value) if isinstance(value, bool) else value)
+        if clauses:
+            sql.append("WHERE " + " AND ".join(clauses))
+        if order_by:
+            desc = order_by.startswith("-")
+            col = order_by.lstrip("-")
+            if col not in t.types:
+                raise KeyError(f"{table} has no field {col!r}")
+            sql.append(f"ORDER BY {col} {'DESC' if desc else 'ASC'}, id")
+        else:
+            sql.append("ORDER BY id")
+        if limit is not None:
+            sql.append(f"LIMIT {int(limit)}")
+        return [t.to_row(r) for r in self.conn.execute(" ".join(sql), params)]
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def _touch(self, table: str, key: str) -> None:
+        self.touched.setdefault(table, set()).add(key)
+
+    def insert(self, table: str, values: Mapping[str, Any]) -> Row:
+        t = self.base.tables[table]
+        n = self.next_ids[table]
+        self.next_ids[table] = n + 1
+        row: Row = {c: values.get(c) for c in t.columns}
+        row["id"] = t.format_id(n)
+        self.conn.execute(t.insert, t.to_tuple(row))
+        self._touch(table, row["id"])
+        return t.to_row(t.to_tuple(row))
+
+    def update(self, table: str, key: str, changes: Mapping[str, Any]) -> Row:
+        t = self.base.tables[table]
+        for c in changes:
+            if c not in t.types or c == "id":
+                raise KeyError(f"{table} has no writable field {c!r}")
+        sets = ", ".join(f"{c} = ?" for c in changes)
+        vals = [int(v) if isinstance(v, bool) else v for v in changes.values()]
+        self.conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*vals, key))
+        self._touch(table, key)
+        row = self.get(table, key)
+        if row is None:
+            raise KeyError(f"{table} has no row {key!r}")
+        return row
+
+    def delete(self, table: str, key: str) -> None:
+        self.conn.execute(self.base.tables[table].delete, (key,))
+        self._touch(table, key)
+
+    def transaction(self) -> _Transaction:
+        """All-or-nothing writes: the database and the touched set roll back together."""
+        return _Transaction(self)
+
+    # -- canonical state ---------------------------------------------------------------------
+
+    def _base_digest(self, table: str, key: str) -> int:
+        ck = (table, key)
+        d = self._digests.get(ck)
+        if d is None:
+            values = self.base.rows[table].get(key)
+            d = 0 if values is None else row_digest(table, values)
+            self._digests[ck] = d
+        return d
+
+    def state_hash(self) -> int:
+        """The canonical content hash of the current state, from the touched rows alone."""
+        h = self.base.hash
+        for table, keys in self.touched.items():
+            for key in keys:
+                h -= self._base_digest(table, key)
+                now = self.raw(table, key)
+                if now is not None:
+                    h += row_digest(table, now)
+        return h % MOD
+
+    def changes(self) -> list[RowChange]:
+        """Rows that differ from the base state, in a canonical order."""
+        out = []
+        for table in sorted(self.touched):
+            t = self.base.tables[table]
+            base_rows = self.base.rows[table]
+            for key in sorted(self.touched[table]):
+                before = base_rows.get(key)
+                after = self.raw(table, key)
+                if before != after:
+                    out.append(
+                        RowChange(
+                            table,
+                            key,
+                            None if before is None else t.to_row(before),
+                            None if after is None else t.to_row(after),
+                        )
+                    )
+        return out
+
+    def dump(self) -> dict[str, dict[str, tuple[Any, ...]]]:
+        """Every row of the current state (slow: for tests and full-hash checks)."""
+        out: dict[str, dict[str, tuple[Any, ...]]] = {}
+        for name, t in self.base.tables.items():
+            cur = self.conn.execute(f"SELECT {', '.join(t.columns)} FROM {name}")
+            out[name] = {r[0]: tuple(r) for r in cur}
+        return out
+
+
+class _Transaction:
+    __slots__ = ("store", "saved")
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.saved: tuple[dict[str, set[str]], dict[str, int]] | None = None
+
+    def __enter__(self) -> Store:
+        s = self.store
+        self.saved = ({k: set(v) for k, v in s.touched.items()}, dict(s.next_ids))
+        s.conn.execute("SAVEPOINT tool")
+        return s
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        s = self.store
+        if exc_type is None:
+            s.conn.execute("RELEASE tool")
+            return
+        s.conn.execute("ROLLBACK TO tool")
+        s.conn.execute("RELEASE tool")
+        assert self.saved is not None
+        s.touched, s.next_ids = self.saved
