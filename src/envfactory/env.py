@@ -55,7 +55,9 @@ class Environment:
         with self._lock:
             return self._make(split, difficulty, index)
 
-    def tasks(self, split: Split = "train", difficulty: int = 1, n: int = 10, start: int = 0) -> list[Task]:
+    def tasks(
+        self, split: Split = "train", difficulty: int = 1, n: int = 10, start: int = 0
+    ) -> list[Task]:
         return [self.task(split, difficulty, i) for i in range(start, start + n)]
 
     def episode(self, config: EpisodeConfig | None = None) -> Episode:

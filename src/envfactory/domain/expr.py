@@ -14,6 +14,7 @@ import ast
 import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Mapping
+from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -41,7 +42,9 @@ def _weekday(day: str) -> str:
 
 
 def _money(x: float) -> float:
-    return round(float(x) + 0.0, 2)
+    """Round to cents, half up, as a till would (``1.115 * 3`` is 3.35, not 3.34)."""
+    cents = Decimal(f"{float(x):.10f}").quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    return float(cents)
 
 
 def _pretty_date(day: str) -> str:
@@ -191,7 +194,7 @@ def _check(tree: ast.AST, source: str) -> None:
 class Expr:
     """A compiled, whitelisted expression; call it with a mapping of names to values."""
 
-    __slots__ = ("source", "names", "_code", "_nested")
+    __slots__ = ("_code", "_nested", "names", "source")
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -201,9 +204,7 @@ class Expr:
             raise DomainError(f"expression {source!r}: {exc.msg}") from None
         _check(tree, source)
         bound = {
-            n.id
-            for n in ast.walk(tree)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
         }
         self.names: frozenset[str] = frozenset(
             n.id
@@ -221,9 +222,9 @@ class Expr:
     def __call__(self, scope: Mapping[str, Any]) -> Any:
         try:
             if self._nested:
-                return eval(self._code, {**_GLOBALS, **scope})  # noqa: S307 - whitelisted tree
-            return eval(self._code, _GLOBALS, scope)  # noqa: S307 - whitelisted tree
-        except (KeyError, TypeError, ValueError, ZeroDivisionError, IndexError) as exc:
+                return eval(self._code, {**_GLOBALS, **scope})
+            return eval(self._code, _GLOBALS, scope)
+        except (KeyError, NameError, TypeError, ValueError, ZeroDivisionError, IndexError) as exc:
             raise ExprError(f"{self.source}: {type(exc).__name__}: {exc}") from None
 
     def __repr__(self) -> str:
@@ -243,7 +244,7 @@ def compile_expr(source: str) -> Expr:
 class Value:
     """A data value that is either a literal or, when written ``=expr``, an expression."""
 
-    __slots__ = ("literal", "expr")
+    __slots__ = ("expr", "literal")
 
     def __init__(self, raw: Any) -> None:
         self.literal = raw
@@ -266,7 +267,7 @@ class Template:
     (task synthesis renders references); every other hole is an expression.
     """
 
-    __slots__ = ("source", "parts")
+    __slots__ = ("parts", "source")
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -315,9 +316,7 @@ class Template:
                 out.add(p[1])
         return frozenset(out)
 
-    def render(
-        self, scope: Mapping[str, Any], refs: Callable[[str], str] | None = None
-    ) -> str:
+    def render(self, scope: Mapping[str, Any], refs: Callable[[str], str] | None = None) -> str:
         out = []
         for p in self.parts:
             if isinstance(p, str):

@@ -61,10 +61,10 @@ def check_references(spec: DomainSpec) -> None:
                 problems.append(f"{name}.{fname} copies from unknown field {f.copy_from!r}")
         if e.per and e.per.entity not in entities:
             problems.append(f"{name} is generated per unknown entity {e.per.entity!r}")
-        for r in e.refs:
+        for ref in e.refs:
             problems += [
                 f"{name} ref looks up with unknown tool {s.tool!r}"
-                for s in r.lookup
+                for s in ref.lookup
                 if s.tool not in tools
             ]
     for a in spec.actions:

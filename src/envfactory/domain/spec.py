@@ -266,7 +266,11 @@ class GoalSpec(_Spec):
     )
     plan: list[StepSpec]
     instruction: list[str] = Field(min_length=1, description="alternative phrasings")
-    answer: str | None = Field(None, description="expression for the answer the user asks for")
+    answer: str | None = Field(
+        None,
+        description="expression for the answer the user asks for; `result` is what the "
+        "plan's last call returned",
+    )
 
 
 class LevelSpec(_Spec):

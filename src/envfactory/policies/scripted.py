@@ -163,6 +163,7 @@ class NoisyOracle(Oracle):
     def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
         super().start(task, tools)
         self.rng = random.Random(stable_hash("noisy", self.seed, self.skill, task.task_id))
+        self.answers = [a if self.rng.random() <= self.skill else _wrong(a) for a in self.answers]
 
     def _next_step(self) -> PlanStep | None:
         step = super()._next_step()
@@ -171,6 +172,14 @@ class NoisyOracle(Oracle):
                 return _corrupt(step, self.rng)
             step = super()._next_step()  # skipped
         return step
+
+
+def _wrong(answer: Any) -> Any:
+    if isinstance(answer, bool):
+        return not answer
+    if isinstance(answer, (int, float)):
+        return answer + 1
+    return "I could not find it"
 
 
 def _corrupt(step: PlanStep, rng: random.Random) -> PlanStep:

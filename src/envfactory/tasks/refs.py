@@ -105,7 +105,8 @@ class References:
         best = min(o[0] for o in options)
         _, lookalikes, ref = rng.choice([o for o in options if o[0] == best])
         scope_vals: dict[str, Any] = {"row": row}
-        parent_text, lookups, parent_hops = "", (), 0
+        parent_text, parent_hops = "", 0
+        lookups: tuple[Call, ...] = ()
         if ref.parent_entity is not None and ref.spec.parent is not None:
             parent = self.row(ref.parent_entity, row[ref.spec.parent])
             if parent is None:
@@ -115,7 +116,9 @@ class References:
             parent_text, lookups, parent_hops = p.text, p.lookups, p.hops
             lookalikes += p.lookalikes
         text = ref.text.render(scope_vals, refs=lambda _name: parent_text)
-        own = tuple((tool, {k: v(scope_vals) for k, v in args.items()}) for tool, args in ref.lookup)
+        own = tuple(
+            (tool, {k: v(scope_vals) for k, v in args.items()}) for tool, args in ref.lookup
+        )
         return Rendered(text, lookups + own, parent_hops + 1, lookalikes)
 
 

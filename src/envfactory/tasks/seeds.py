@@ -11,7 +11,11 @@ import hashlib
 
 from envfactory.tasks.types import Split
 
-SPLIT_SHARES: tuple[tuple[Split, float], ...] = (("train", 0.8), ("validation", 0.1), ("test", 0.1))
+SPLIT_SHARES: tuple[tuple[Split, float], ...] = (
+    ("train", 0.7),
+    ("validation", 0.15),
+    ("test", 0.15),
+)
 
 
 def stable_hash(*parts: object) -> int:

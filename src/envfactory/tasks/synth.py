@@ -131,7 +131,8 @@ class _Instance:
     goal: _Goal
     steps: list[Call]
     text: str
-    answer: Any
+    scope: dict[str, Any]
+    answer: Any = None
 
 
 class TaskFactory:
@@ -176,7 +177,8 @@ class TaskFactory:
             for values in self.world.base.rows[entity].values():
                 row = table.to_row(values)
                 try:
-                    if goal.anchor_where is not None and not goal.anchor_where({"row": row}):
+                    where = goal.anchor_where
+                    if where is not None and not where({"row": row, "today": self.world.today}):
                         continue
                     self._bind(goal, row, random.Random(0))
                 except (_Reject, ExprError):
@@ -218,6 +220,7 @@ class TaskFactory:
     def _bind(self, goal: _Goal, anchor: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         scope: dict[str, Any] = {"today": self.world.today, "anchor": anchor}
         for b in goal.binders:
+            value: Any
             if b.kind == "row":
                 assert isinstance(b.load, RowLoad)
                 key = b.load.key(scope)
@@ -269,10 +272,7 @@ class TaskFactory:
         steps = list(lookups)
         for s in goal.plan:
             steps += s.calls(scope)
-        answer = goal.answer(scope) if goal.answer else None
-        if answer is not None and _answer_text(answer).lower() in text.lower():
-            raise _Reject("the request gives its own answer away")
-        return _Instance(goal, steps, text, answer)
+        return _Instance(goal, steps, text, scope)
 
     # -- making tasks ------------------------------------------------------------------------
 
@@ -280,9 +280,16 @@ class TaskFactory:
         """Run one instance's steps on the scratch state; the rows it touched."""
         store = self.store
         before = {(t, k) for t, keys in store.touched.items() for k in keys}
+        result = None
         for tool, args in inst.steps:
-            if not self.world.tools[tool](store, args).ok:
+            outcome = self.world.tools[tool](store, args)
+            if not outcome.ok:
                 raise _Reject(f"gold step {tool} failed")
+            result = outcome.data
+        if inst.goal.answer is not None:
+            inst.answer = inst.goal.answer({**inst.scope, "result": result})
+            if inst.answer is None or _answer_text(inst.answer).lower() in inst.text.lower():
+                raise _Reject("no answer, or the request gives its own answer away")
         touched = {(t, k) for t, keys in store.touched.items() for k in keys} - before
         if touched & claimed:
             raise _Reject("touches the rows of another sub-goal")

@@ -57,7 +57,7 @@ def handler(name: str) -> Callable[[Handler], Handler]:
 class RowLoad:
     """``entity[key]``: one row by id; a missing row is an error unless marked ``?``."""
 
-    __slots__ = ("table", "key", "optional")
+    __slots__ = ("key", "optional", "table")
 
     def __init__(self, text: str, tables: dict[str, Table]) -> None:
         m = _ROW_REF.match(text)
@@ -78,7 +78,7 @@ class RowLoad:
 class RowsQuery:
     """Rows of an entity by field equality, an optional filter, order and limit."""
 
-    __slots__ = ("table", "where", "filter", "order_by", "limit")
+    __slots__ = ("filter", "limit", "order_by", "table", "where")
 
     def __init__(self, spec: RowsSpec, tables: dict[str, Table]) -> None:
         if spec.rows not in tables:
@@ -115,7 +115,7 @@ def _short(v: Any) -> str:
 
 
 class _Effect:
-    __slots__ = ("op", "target", "values", "name")
+    __slots__ = ("name", "op", "target", "values")
 
     def __init__(self, op: str, target: str, values: dict[str, Value], name: str) -> None:
         self.op, self.target, self.values, self.name = op, target, values, name

@@ -62,11 +62,14 @@ def match_state(
         want = _content(t.after or {}, new_ids)
         for c in agent_inserts:
             key = (c.table, c.key)
-            if c.table == t.table and key not in used:
-                if _same_row(_content(c.after or {}, new_ids), want):
-                    used.add(key)
-                    matched += 1
-                    break
+            if (
+                c.table == t.table
+                and key not in used
+                and _same_row(_content(c.after or {}, new_ids), want)
+            ):
+                used.add(key)
+                matched += 1
+                break
         else:
             missing.append(f"a required new {t.table} row is missing")
     collateral = [f"{c.op} of {c.table} {c.key}" for c in changes if (c.table, c.key) not in used]
@@ -94,7 +97,9 @@ class RuleChecker:
                 if not any(
                     prev.ok
                     and prev.tool == p.needs
-                    and all(call.arguments.get(a) == prev.arguments.get(b) for a, b in p.match.items())
+                    and all(
+                        call.arguments.get(a) == prev.arguments.get(b) for a, b in p.match.items()
+                    )
                     for prev in log[:i]
                 ):
                     out.append(f"{rule_id}: {p.tool} without a prior {p.needs}")

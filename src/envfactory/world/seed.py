@@ -78,6 +78,18 @@ class _FieldDrawer:
         return value
 
 
+def _slots(
+    entity: EntitySpec, rows: dict[str, list[Row]], rng: random.Random, scale: float
+) -> list[tuple[str | None, str | None]]:
+    """One (link field, parent id) per row to make: a fixed count, or a number per parent."""
+    if entity.per is None:
+        count = entity.count or 0
+        return [(None, None)] * (max(1, round(count * scale)) if count else 0)
+    per = entity.per
+    link = next(f for f, s in entity.fields.items() if s.ref == per.entity)
+    return [(link, p["id"]) for p in rows[per.entity] for _ in range(rng.randint(per.min, per.max))]
+
+
 def _suffixed(value: Any, n: int) -> Any:
     """A unique variant of a repeated value: ``ann@x.com`` -> ``ann21@x.com``."""
     if isinstance(value, str) and "@" in value:
@@ -116,20 +128,7 @@ def generate(
         table = tables[name]
         out: list[Row] = []
 
-        def parents() -> list[tuple[str | None, str | None]]:
-            if entity.per is None:
-                count = entity.count or 0
-                n = max(1, round(count * scale)) if count else 0
-                return [(None, None)] * n
-            per = entity.per
-            link = next(f for f, s in entity.fields.items() if s.ref == per.entity)
-            return [
-                (link, p["id"])
-                for p in rows[per.entity]
-                for _ in range(rng.randint(per.min, per.max))
-            ]
-
-        for link, parent_id in parents():
+        for link, parent_id in _slots(entity, rows, rng, scale):
             row: Row = {"id": table.format_id(len(out) + 1)}
             for fname, f in entity.fields.items():
                 if fname == link:

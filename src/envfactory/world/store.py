@@ -46,7 +46,7 @@ class Base:
 class Store:
     """One episode's database, plus the set of rows it has touched since the base state."""
 
-    __slots__ = ("base", "conn", "touched", "next_ids", "_digests")
+    __slots__ = ("_digests", "base", "conn", "next_ids", "touched")
 
     def __init__(self, base: Base) -> None:
         self.base = base
@@ -137,11 +137,12 @@ class Store:
                 raise KeyError(f"{table} has no writable field {c!r}")
         sets = ", ".join(f"{c} = ?" for c in changes)
         vals = [int(v) if isinstance(v, bool) else v for v in changes.values()]
-        self.conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*vals, key))
+        cur = self.conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*vals, key))
+        if cur.rowcount == 0:
+            raise KeyError(f"{table} has no row {key!r}")
         self._touch(table, key)
         row = self.get(table, key)
-        if row is None:
-            raise KeyError(f"{table} has no row {key!r}")
+        assert row is not None
         return row
 
     def delete(self, table: str, key: str) -> None:
@@ -204,7 +205,7 @@ class Store:
 
 
 class _Transaction:
-    __slots__ = ("store", "saved")
+    __slots__ = ("saved", "store")
 
     def __init__(self, store: Store) -> None:
         self.store = store

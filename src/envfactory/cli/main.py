@@ -1,0 +1,25 @@
+"""The ``envfactory`` command."""
+
+from __future__ import annotations
+
+import typer
+
+from envfactory.cli import bench, check, demo, envs, play, tasks
+
+app = typer.Typer(
+    name="envfactory",
+    help="Verifiable, resettable tool-use worlds for agentic RL.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("envs")(envs.envs)
+app.command("tasks")(tasks.tasks)
+app.command("play")(play.play)
+app.command("check")(check.check)
+app.command("bench")(bench.bench)
+app.command("demo")(demo.demo)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,20 @@
+"""Shared fixtures: real worlds, built once per test session."""
+
+from __future__ import annotations
+
+import pytest
+
+import envfactory
+from envfactory.env import Environment
+
+DB_ENVS = [e for e in envfactory.list_envs() if envfactory.make(e).kind == "db"]
+
+
+@pytest.fixture(scope="session")
+def retail() -> Environment:
+    return envfactory.make("retail")
+
+
+@pytest.fixture(scope="session", params=DB_ENVS)
+def db_env(request: pytest.FixtureRequest) -> Environment:
+    return envfactory.make(request.param)

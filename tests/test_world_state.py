@@ -1,0 +1,104 @@
+"""World state: reset from a snapshot, a canonical hash, and row-level diffs."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from envfactory.env import Environment
+from envfactory.world.state import hash_rows, hex_hash
+from envfactory.world.store import Base
+
+
+def test_reset_restores_the_base_state(retail: Environment) -> None:
+    store = retail.world.new_store()
+    store.update("orders", "ORD-00001", {"status": "cancelled"})
+    store.insert("returns", {"reason": "x", "status": "requested"})
+    assert store.state_hash() != retail.world.base.hash
+    store.reset()
+    assert store.state_hash() == retail.world.base.hash
+    assert store.changes() == []
+    assert hash_rows(store.dump()) == retail.world.base.hash
+
+
+def test_hash_ignores_operation_order(retail: Environment) -> None:
+    a, b = retail.world.new_store(), retail.world.new_store()
+    a.update("orders", "ORD-00001", {"status": "cancelled"})
+    a.update("customers", "CUS-00002", {"phone": "555-000-0000"})
+    b.update("customers", "CUS-00002", {"phone": "555-000-0000"})
+    b.update("orders", "ORD-00001", {"status": "shipped"})
+    b.update("orders", "ORD-00001", {"status": "cancelled"})
+    assert a.state_hash() == b.state_hash()
+    assert hash_rows(a.dump()) == hash_rows(b.dump()) == a.state_hash()
+
+
+def test_hash_ignores_page_layout(retail: Environment) -> None:
+    """The same rows written in another order into another database hash the same."""
+    base = retail.world.base
+    data = {
+        name: [t.to_row(v) for v in reversed(list(base.rows[name].values()))]
+        for name, t in base.tables.items()
+    }
+    other = Base.build(base.tables, data)
+    assert other.snapshot != base.snapshot
+    assert other.hash == base.hash
+
+
+def test_insert_then_delete_is_no_change(retail: Environment) -> None:
+    store = retail.world.new_store()
+    row = store.insert("returns", {"reason": "x", "status": "requested"})
+    store.delete("returns", row["id"])
+    assert store.changes() == []
+    assert store.state_hash() == retail.world.base.hash
+
+
+def test_diff_lists_rows_with_before_and_after(retail: Environment) -> None:
+    store = retail.world.new_store()
+    before = store.get("orders", "ORD-00003")
+    assert before is not None
+    store.update("orders", "ORD-00003", {"ship_city": "Springfield"})
+    new = store.insert("returns", {"reason": "r", "status": "requested"})
+    store.delete("order_items", "ITM-00001")
+    changes = {(c.table, c.key): c for c in store.changes()}
+    assert changes[("orders", "ORD-00003")].op == "update"
+    assert changes[("orders", "ORD-00003")].changed_fields() == ["ship_city"]
+    assert changes[("orders", "ORD-00003")].before == before
+    assert changes[("returns", new["id"])].op == "insert"
+    assert changes[("order_items", "ITM-00001")].op == "delete"
+
+
+def test_transactions_roll_back_rows_and_tracking(retail: Environment) -> None:
+    store = retail.world.new_store()
+    try:
+        with store.transaction():
+            store.update("orders", "ORD-00001", {"status": "cancelled"})
+            raise sqlite3.Error("boom")
+    except sqlite3.Error:
+        pass
+    assert store.changes() == []
+    assert store.touched == {}
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    ops=st.lists(
+        st.tuples(st.sampled_from(["update", "insert", "delete"]), st.integers(1, 200)),
+        max_size=25,
+    )
+)
+def test_incremental_hash_equals_full_hash(retail: Environment, ops: list[tuple[str, int]]) -> None:
+    store = retail.world.new_store()
+    for op, n in ops:
+        key = f"CUS-{(n % 90) + 1:05d}"
+        exists = store.get("customers", key) is not None
+        if op == "update" and exists:
+            store.update("customers", key, {"phone": f"555-{n:03d}-0000"})
+        elif op == "insert":
+            store.insert("returns", {"reason": str(n), "status": "requested"})
+        elif op == "delete" and exists:
+            store.delete("customers", key)
+    assert hex_hash(store.state_hash()) == hex_hash(hash_rows(store.dump()))
