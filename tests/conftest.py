@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import envfactory
-from envfactory.env import Environment
+from envfactory.world.environment import DatabaseEnvironment as Environment
 
 DB_ENVS = [e for e in envfactory.list_envs() if envfactory.make(e).kind == "db"]
 

@@ -10,10 +10,10 @@ import yaml
 
 import envfactory
 from envfactory.domain.loader import builtin_domain_files, parse_domain
-from envfactory.env import Environment
 from envfactory.errors import DomainError
 from envfactory.tools.result import ToolFailure
 from envfactory.tools.runtime import ToolContext, handler
+from envfactory.world.environment import DatabaseEnvironment as Environment
 
 RETAIL = yaml.safe_load(next(p for p in builtin_domain_files() if p.stem == "retail").read_text())
 
@@ -67,7 +67,7 @@ def _broken(edit: Any) -> dict[str, Any]:
 def test_invalid_domains_are_refused(edit: Any, message: str) -> None:
     with pytest.raises(DomainError, match=message):
         spec = parse_domain(_broken(edit), "test")
-        envfactory.Environment(spec)
+        envfactory.DatabaseEnvironment(spec)
 
 
 @handler("tests.discount")
@@ -100,7 +100,7 @@ def test_python_handler_escape_hatch() -> None:
             }
         )
 
-    env = envfactory.Environment(parse_domain(_broken(edit), "test"))
+    env = envfactory.DatabaseEnvironment(parse_domain(_broken(edit), "test"))
     store = env.world.new_store()
     tool = env.world.tools["discount_product"]
     price = store.get("products", "PRD-00001")["price"]  # type: ignore[index]
@@ -118,7 +118,7 @@ def test_unregistered_handler_is_refused() -> None:
         d["actions"][0] = {**d["actions"][0], "handler": "nobody.home"}
 
     with pytest.raises(DomainError, match="no Python handler"):
-        envfactory.Environment(parse_domain(_broken(edit), "test"))
+        envfactory.DatabaseEnvironment(parse_domain(_broken(edit), "test"))
 
 
 def test_retail_delivery_estimate_uses_business_days(retail: Environment) -> None:

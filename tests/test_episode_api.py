@@ -7,10 +7,10 @@ import json
 import pytest
 
 import envfactory
-from envfactory.env import Environment
-from envfactory.episode.episode import EpisodeConfig
+from envfactory.episode.base import EpisodeConfig
 from envfactory.episode.types import Message, ToolCall
 from envfactory.errors import EpisodeError, UnknownEnvironment
+from envfactory.world.environment import DatabaseEnvironment as Environment
 
 
 def test_registry_lists_and_makes() -> None:

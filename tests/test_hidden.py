@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 
-from envfactory.env import Environment
 from envfactory.episode.types import Message, ToolCall
 from envfactory.tasks.types import SPLITS, PublicTask
+from envfactory.world.environment import DatabaseEnvironment as Environment
 
 _ID = re.compile(r"^[A-Z]+-\d{5}$")
 

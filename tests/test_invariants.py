@@ -8,11 +8,11 @@ import itertools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envfactory.env import Environment
 from envfactory.episode.runner import run_episode
 from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, RandomPolicy
 from envfactory.quality.check import check
 from envfactory.tasks.types import SPLITS
+from envfactory.world.environment import DatabaseEnvironment as Environment
 
 cells = st.tuples(st.sampled_from(SPLITS), st.integers(1, 5), st.integers(0, 40))
 fixture_ok = settings(

@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envfactory.env import Environment
 from envfactory.episode.types import ToolCall
+from envfactory.world.environment import DatabaseEnvironment as Environment
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=50),

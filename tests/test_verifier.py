@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from envfactory.env import Environment
 from envfactory.episode.types import Message, ToolCall
 from envfactory.tasks.types import TargetChange, Task
 from envfactory.verify.verifier import match_state
+from envfactory.world.environment import DatabaseEnvironment as Environment
 
 
 def _task(env: Environment, goal: str, difficulty: int = 1) -> Task:

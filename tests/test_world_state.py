@@ -7,7 +7,7 @@ import sqlite3
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envfactory.env import Environment
+from envfactory.world.environment import DatabaseEnvironment as Environment
 from envfactory.world.state import hash_rows, hex_hash
 from envfactory.world.store import Base
 

@@ -1,19 +1,18 @@
-"""An environment: a compiled world, its task factory and verifier, behind a small API."""
+"""The environment contract: tasks by (split, difficulty, index), episodes, tools, info.
+
+Every kind of world (database, terminal, multi-agent, imported) is an :class:`Environment`;
+the registry, the CLI, rollouts and servers use nothing else.
+"""
 
 from __future__ import annotations
 
-import threading
-from functools import lru_cache
+from abc import ABC, abstractmethod
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from envfactory.domain.spec import DomainSpec
-from envfactory.episode.episode import Episode, EpisodeConfig
-from envfactory.tasks.synth import TaskFactory
+from envfactory.episode.base import Episode, EpisodeConfig
 from envfactory.tasks.types import Split, Task
-from envfactory.verify.verifier import RuleChecker
-from envfactory.world.world import World
 
 
 class EnvInfo(BaseModel):
@@ -30,55 +29,41 @@ class EnvInfo(BaseModel):
     rows: int
     rules: int
     goal_templates: int
+    agents: int = 1
 
 
-class Environment:
-    """A database world: ``env.task(split, difficulty, index)`` and ``env.episode()``."""
+class Environment(ABC):
+    """A kind of world with a task supply. Read-only after construction; many episodes of one
+    environment run side by side."""
 
-    kind = "db"
-
-    def __init__(self, spec: DomainSpec, *, seed: int = 0, scale: float = 1.0) -> None:
-        self.id = spec.id
-        self.spec = spec
-        self.world = World(spec, seed=seed, scale=scale)
-        self.factory = TaskFactory(self.world, self.id)
-        self.rules = RuleChecker(spec.rules)
-        self._lock = threading.Lock()
-        self._make = lru_cache(maxsize=4096)(self.factory.make)
+    id: str
+    kind: str = "db"
 
     @property
+    @abstractmethod
     def difficulties(self) -> list[int]:
-        return self.factory.difficulties
+        """The difficulty levels, lowest first."""
 
+    @abstractmethod
     def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
         """The task at (split, difficulty, index); the same in every process."""
-        with self._lock:
-            return self._make(split, difficulty, index)
 
     def tasks(
         self, split: Split = "train", difficulty: int = 1, n: int = 10, start: int = 0
     ) -> list[Task]:
         return [self.task(split, difficulty, i) for i in range(start, start + n)]
 
+    @abstractmethod
     def episode(self, config: EpisodeConfig | None = None) -> Episode:
         """A new live episode; ``reset(task)`` it to start."""
-        return Episode(self, config)
 
+    @abstractmethod
     def tools(self, fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
         """Tool schemas in OpenAI function format or MCP ``inputSchema`` form."""
-        return self.world.tool_schemas(fmt)
 
-    def info(self) -> EnvInfo:
-        return EnvInfo(
-            id=self.id,
-            kind=self.kind,
-            name=self.spec.name,
-            description=self.spec.description,
-            tools=len(self.world.tools),
-            tool_names=list(self.world.tools),
-            difficulties=self.difficulties,
-            tables=len(self.world.tables),
-            rows=self.world.row_count,
-            rules=len(self.spec.rules),
-            goal_templates=len(self.spec.goals),
-        )
+    @abstractmethod
+    def info(self) -> EnvInfo: ...
+
+    def capacity(self, split: Split, difficulty: int) -> int | None:
+        """How many distinct tasks a (split, difficulty) cell holds, when finite and known."""
+        return None

@@ -9,6 +9,7 @@ from pathlib import Path
 from envfactory.domain.loader import builtin_domain_files, load_domain
 from envfactory.env import Environment
 from envfactory.errors import UnknownEnvironment
+from envfactory.world.environment import DatabaseEnvironment
 
 Factory = Callable[..., Environment]
 
@@ -31,7 +32,7 @@ def register_domain_file(path: str | Path, *, overwrite: bool = False) -> str:
     spec = load_domain(path)
 
     def factory(seed: int = 0, scale: float = 1.0) -> Environment:
-        return Environment(spec, seed=seed, scale=scale)
+        return DatabaseEnvironment(spec, seed=seed, scale=scale)
 
     register(spec.id, factory, overwrite=overwrite)
     return spec.id

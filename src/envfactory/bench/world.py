@@ -19,6 +19,7 @@ from envfactory.episode.types import ToolCall
 from envfactory.registry import make
 from envfactory.tasks.synth import TaskFactory
 from envfactory.tasks.types import SPLITS, Task
+from envfactory.world.environment import DatabaseEnvironment
 from envfactory.world.state import hash_rows
 
 
@@ -53,6 +54,8 @@ def _rss_kb() -> float:
 
 def bench_world(env_id: str = "retail", episodes: int = 300, live: int = 1000) -> WorldBench:
     env = make(env_id)
+    if not isinstance(env, DatabaseEnvironment):
+        raise ValueError(f"{env_id} is a {env.kind} world; this benchmark measures database worlds")
     tasks: list[Task] = [
         env.task(SPLITS[i % 3], env.difficulties[i % len(env.difficulties)], i // 15)
         for i in range(episodes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envfactory.episode.episode import Episode
+from envfactory.episode.base import Episode
 
 if TYPE_CHECKING:
     from envfactory.env import Environment

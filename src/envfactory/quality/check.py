@@ -42,7 +42,7 @@ class CheckReport(BaseModel):
     duplicate_tasks: int
     split_overlap: int
     by_difficulty: dict[int, DifficultyStats]
-    capacity: dict[str, list[int]]
+    capacity: dict[str, list[int | None]]
     seconds: float
     passed: bool
 
@@ -116,9 +116,7 @@ def check(
             )
             for d, v in sorted(per_diff.items())
         },
-        capacity={
-            s: [env.factory.capacity(s, d) for d in env.difficulties] for s, _ in SPLIT_SHARES
-        },
+        capacity={s: [env.capacity(s, d) for d in env.difficulties] for s, _ in SPLIT_SHARES},
         seconds=round(time.perf_counter() - started, 3),
         passed=False,
     )

@@ -134,6 +134,10 @@ class _Instance:
     scope: dict[str, Any]
     answer: Any = None
 
+    def question(self) -> list[Any]:
+        """What a question asks, for fingerprints: the goal, the row it is about, the answer."""
+        return [self.goal.spec.id, self.scope["anchor"]["id"], self.answer]
+
 
 class TaskFactory:
     """Makes the tasks of one world: ``factory.make(split, difficulty, index)``."""
@@ -373,7 +377,7 @@ class TaskFactory:
                 "distractors": level.distractors,
                 "max_level": max(c.goal.spec.level for c in chosen),
             },
-            fingerprint=fingerprint(target, answers),
+            fingerprint=fingerprint(target, [c.question() for c in chosen if c.answer is not None]),
         )
         return Task(public=public, hidden=hidden, initial_hash=hex_hash(self.world.base.hash))
 
@@ -382,8 +386,9 @@ def _answer_text(v: Any) -> str:
     return f"{v:.2f}" if isinstance(v, float) else str(v)
 
 
-def fingerprint(target: list[TargetChange], answers: list[Any]) -> str:
-    """What a task asks for, ids of inserted rows left out (they depend on call order)."""
+def fingerprint(target: list[TargetChange], questions: list[Any]) -> str:
+    """What a task asks for: the changes (ids of inserted rows left out, as they depend on
+    call order) and the questions."""
     parts = []
     for c in target:
         after = c.after
@@ -393,5 +398,5 @@ def fingerprint(target: list[TargetChange], answers: list[Any]) -> str:
         else:
             parts.append([c.table, c.id, c.before, after])
     parts.sort(key=lambda p: json.dumps(p, sort_keys=True, default=str))
-    text = json.dumps([parts, answers], sort_keys=True, default=str)
+    text = json.dumps([parts, questions], sort_keys=True, default=str)
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()

@@ -1,12 +1,11 @@
-"""The in-process episode: reset(task) -> observation, step(action) -> observation,
-evaluate() -> verdict."""
+"""The episode of a database world: its own SQLite state, tools, and the verifier."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from envfactory.episode.base import Episode, EpisodeConfig
 from envfactory.episode.types import (
     CallRecord,
     EpisodeStatus,
@@ -24,23 +23,16 @@ from envfactory.verify.verifier import verdict
 from envfactory.world.state import RowChange, hex_hash
 
 if TYPE_CHECKING:
-    from envfactory.env import Environment
+    from envfactory.world.environment import DatabaseEnvironment
 
 NOTHING_TO_ADD = "I have nothing to add. Please go ahead with my request."
 ENDED = "The conversation has ended."
 
 
-@dataclass(frozen=True)
-class EpisodeConfig:
-    """Per-episode limits."""
-
-    max_steps: int = 60
-
-
-class Episode:
+class DatabaseEpisode(Episode):
     """One live episode over its own copy of the world's state."""
 
-    def __init__(self, env: Environment, config: EpisodeConfig | None = None) -> None:
+    def __init__(self, env: DatabaseEnvironment, config: EpisodeConfig | None = None) -> None:
         self.env = env
         self.config = config or EpisodeConfig()
         self.store = env.world.new_store()

@@ -1,0 +1,64 @@
+"""A database world as an environment: compiled world, task factory, verifier rules."""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from typing import Any, Literal
+
+from envfactory.domain.spec import DomainSpec
+from envfactory.env import EnvInfo, Environment
+from envfactory.episode.base import EpisodeConfig
+from envfactory.episode.db import DatabaseEpisode
+from envfactory.tasks.synth import TaskFactory
+from envfactory.tasks.types import Split, Task
+from envfactory.verify.verifier import RuleChecker
+from envfactory.world.world import World
+
+
+class DatabaseEnvironment(Environment):
+    """A world compiled from a domain: ``env.task(...)``, ``env.episode()``."""
+
+    kind = "db"
+
+    def __init__(self, spec: DomainSpec, *, seed: int = 0, scale: float = 1.0) -> None:
+        self.id = spec.id
+        self.spec = spec
+        self.world = World(spec, seed=seed, scale=scale)
+        self.factory = TaskFactory(self.world, self.id)
+        self.rules = RuleChecker(spec.rules)
+        self._lock = threading.Lock()
+        self._make = lru_cache(maxsize=4096)(self.factory.make)
+
+    @property
+    def difficulties(self) -> list[int]:
+        return self.factory.difficulties
+
+    def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
+        with self._lock:
+            return self._make(split, difficulty, index)
+
+    def capacity(self, split: Split, difficulty: int) -> int | None:
+        with self._lock:
+            return self.factory.capacity(split, difficulty)
+
+    def episode(self, config: EpisodeConfig | None = None) -> DatabaseEpisode:
+        return DatabaseEpisode(self, config)
+
+    def tools(self, fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
+        return self.world.tool_schemas(fmt)
+
+    def info(self) -> EnvInfo:
+        return EnvInfo(
+            id=self.id,
+            kind=self.kind,
+            name=self.spec.name,
+            description=self.spec.description,
+            tools=len(self.world.tools),
+            tool_names=list(self.world.tools),
+            difficulties=self.difficulties,
+            tables=len(self.world.tables),
+            rows=self.world.row_count,
+            rules=len(self.spec.rules),
+            goal_templates=len(self.spec.goals),
+        )
