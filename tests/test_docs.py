@@ -23,5 +23,5 @@ def test_python_example_runs(code: str) -> None:
 
 def test_every_capability_page_has_a_runnable_example() -> None:
     for page in PAGES:
-        if page.name not in ("benchmarks.md",):
+        if page.name not in ("benchmarks.md", "architecture.md"):
             assert "```python" in page.read_text(), f"{page.name} has no runnable example"
