@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,11 @@ from envfactory.errors import UnknownEnvironment
 from envfactory.world.environment import DatabaseEnvironment
 
 Factory = Callable[..., Environment]
+
+# Modules whose import registers built-in environments of other kinds (terminal, ...).
+# Each calls ``register`` at import time; a kind whose runtime is missing still registers
+# and says so when an episode starts.
+BUILTIN_MODULES: list[str] = []
 
 _FACTORIES: dict[str, Factory] = {}
 _MADE: dict[tuple[str, int, float], Environment] = {}
@@ -46,6 +52,8 @@ def _load_builtins() -> None:
         _builtins_loaded = True
         for path in builtin_domain_files():
             register_domain_file(path, overwrite=True)
+        for module in BUILTIN_MODULES:
+            importlib.import_module(module)
 
 
 def list_envs() -> list[str]:
