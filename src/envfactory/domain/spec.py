@@ -80,6 +80,15 @@ class StepSpec(_Spec):
     )
 
 
+class HeldSpec(_Spec):
+    """The user keeps a reference's facts to itself: the instruction says ``text`` (or
+    ``parent_text`` inside another reference) and the agent must ask for ``facts``."""
+
+    text: str = Field(description="e.g. 'my account'")
+    parent_text: str | None = Field(None, description="e.g. 'me' (in 'the order placed by me')")
+    facts: dict[str, Any] = Field(description="{fact: value}, e.g. {email: '=row.email'}")
+
+
 class RefSpec(_Spec):
     """A way to name a row in an instruction without its id, and the look-ups that resolve it.
 
@@ -92,6 +101,7 @@ class RefSpec(_Spec):
     unique: list[str] = Field(
         default_factory=list, description="fields that must single the row out"
     )
+    held: HeldSpec | None = Field(None, description="how the user can hold this back")
 
 
 class EntitySpec(_Spec):
@@ -279,15 +289,18 @@ class LevelSpec(_Spec):
     width: int = Field(1, ge=1, description="independent sub-goals in one task")
     indirection: int = Field(0, ge=0, description="look-up hops needed to find each row")
     distractors: int = Field(0, ge=0, description="prefer references with look-alike rows")
+    held_back: float = Field(
+        0.0, ge=0.0, le=1.0, description="chance the user holds back a reference's facts"
+    )
     goal_levels: list[int] = Field(default_factory=lambda: [1])
 
 
 DEFAULT_LADDER: tuple[LevelSpec, ...] = (
     LevelSpec(width=1, indirection=0, goal_levels=[1]),
     LevelSpec(width=1, indirection=1, goal_levels=[1, 2]),
-    LevelSpec(width=2, indirection=1, distractors=1, goal_levels=[1, 2, 3]),
-    LevelSpec(width=2, indirection=2, distractors=1, goal_levels=[2, 3, 4]),
-    LevelSpec(width=3, indirection=2, distractors=2, goal_levels=[2, 3, 4]),
+    LevelSpec(width=2, indirection=1, distractors=1, held_back=0.3, goal_levels=[1, 2, 3]),
+    LevelSpec(width=2, indirection=2, distractors=1, held_back=0.5, goal_levels=[2, 3, 4]),
+    LevelSpec(width=3, indirection=2, distractors=2, held_back=0.6, goal_levels=[2, 3, 4]),
 )
 
 

@@ -7,19 +7,23 @@ evaluate() -> verdict. Rollouts, servers and adapters depend on this class only.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from envfactory.episode.noise import NoiseConfig
 from envfactory.episode.types import EpisodeStatus, Observation
 from envfactory.tasks.types import Task
+from envfactory.users.base import UserConfig
 from envfactory.verify.verdict import Verdict
 
 
 @dataclass(frozen=True)
 class EpisodeConfig:
-    """Per-episode limits."""
+    """Per-episode settings: the turn limit, the user simulator, injected tool faults."""
 
     max_steps: int = 60
+    user: UserConfig = field(default_factory=UserConfig)
+    noise: NoiseConfig = field(default_factory=NoiseConfig)
 
 
 class Episode(ABC):

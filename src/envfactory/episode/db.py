@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from envfactory.episode.base import Episode, EpisodeConfig
+from envfactory.episode.noise import fault
 from envfactory.episode.types import (
     CallRecord,
     EpisodeStatus,
@@ -18,14 +19,15 @@ from envfactory.errors import EpisodeError
 from envfactory.tasks.types import Task
 from envfactory.tools.params import parse_arguments
 from envfactory.tools.result import ToolError, ToolFailure
+from envfactory.users.base import Situation, UserSimulator
+from envfactory.users.factory import make_user
 from envfactory.verify.verdict import Verdict
-from envfactory.verify.verifier import verdict
+from envfactory.verify.verifier import goal_met, verdict
 from envfactory.world.state import RowChange, hex_hash
 
 if TYPE_CHECKING:
     from envfactory.world.environment import DatabaseEnvironment
 
-NOTHING_TO_ADD = "I have nothing to add. Please go ahead with my request."
 ENDED = "The conversation has ended."
 
 
@@ -42,6 +44,9 @@ class DatabaseEpisode(Episode):
         self.done = False
         self.status: EpisodeStatus = "truncated"
         self.reply: str | None = None
+        self.user: UserSimulator | None = None
+        self.disclosed: set[str] = set()
+        self.tool_calls = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -56,12 +61,22 @@ class DatabaseEpisode(Episode):
         self.done = False
         self.status = "truncated"
         self.reply = None
+        self._close_user()
+        self.user = make_user(self.config.user)
+        self.disclosed = set()
+        self.tool_calls = 0
         return Observation(
             kind="task", content=task.public.instruction, data=task.public.model_dump()
         )
 
     def close(self) -> None:
+        self._close_user()
         self.store.close()
+
+    def _close_user(self) -> None:
+        if self.user is not None:
+            self.user.close()
+            self.user = None
 
     # -- acting ------------------------------------------------------------------------------
 
@@ -95,7 +110,24 @@ class DatabaseEpisode(Episode):
             self.reply = msg.content
             self.done, self.status = True, "completed"
             return Observation(kind="end", content=ENDED, done=True)
-        return Observation(kind="user", content=NOTHING_TO_ADD)
+        assert self.task is not None and self.user is not None
+        hidden = self.task.hidden
+        situation = Situation(
+            instruction=self.task.public.instruction,
+            profile=hidden.profile,
+            goal_met=goal_met(hidden, self.store.changes(), msg.content),
+        )
+        answer = self.user.reply(msg.content, situation)
+        self.disclosed |= set(answer.facts)
+        if answer.stop:
+            self.reply = msg.content
+            self.done, self.status = True, "completed"
+        return Observation(
+            kind="user",
+            content=answer.text,
+            data={"facts": answer.facts, "stop": answer.stop},
+            done=answer.stop,
+        )
 
     def _call(self, call: ToolCall) -> Observation:
         tool = self.env.world.tools.get(call.tool)
@@ -106,6 +138,11 @@ class DatabaseEpisode(Episode):
                 f"tools are: {', '.join(self.env.world.tools)}",
             )
             return self._error(err)
+        assert self.task is not None
+        injected = fault(self.config.noise, self.task.task_id, self.tool_calls, call.tool)
+        self.tool_calls += 1
+        if injected is not None:
+            return self._error(injected)
         try:
             result = tool(self.store, call.arguments)
         except Exception as exc:  # a bug in a tool: the episode is not the agent's to lose
@@ -154,4 +191,5 @@ class DatabaseEpisode(Episode):
             self.env.world.write_tools,
             self.status,
             self.state_hash(),
+            self.disclosed,
         )

@@ -16,7 +16,7 @@ from envfactory.tasks.seeds import stable_hash
 from envfactory.tasks.types import PlanStep, Task
 
 Action = ToolCall | Message
-RETRYABLE = frozenset({"transient_error", "rate_limited", "timeout"})
+RETRYABLE = frozenset({"transient_error", "rate_limited", "timeout", "malformed_response"})
 _ID = re.compile(r"^([A-Z]+)-(\d+)$")
 _ID_IN_TEXT = re.compile(r"\b([A-Z]{2,})-\d{3,}\b")
 
@@ -39,20 +39,26 @@ def answer_text(answers: list[Any]) -> str:
 
 
 class Oracle:
-    """Executes the gold plan step by step, retrying steps hit by transient faults."""
+    """Executes the gold plan step by step: asks the user for what only the user knows (and
+    uses what it is told), and retries steps hit by transient faults."""
 
     name = "oracle"
 
-    def __init__(self, retry: bool = True) -> None:
+    def __init__(self, retry: bool = True, ask: bool = True) -> None:
         self.retry = retry
+        self.ask = ask
         self.plan: list[PlanStep] = []
         self.answers: list[Any] = []
+        self.asks: dict[int, list[str]] = {}
+        self.known: dict[str, Any] = {}
         self.i = 0
         self.pending: PlanStep | None = None
 
     def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
         self.plan = list(task.hidden.gold_plan)
         self.answers = list(task.hidden.answers)
+        self.asks = {a.before_step: list(a.facts) for a in task.hidden.asks} if self.ask else {}
+        self.known = {}
         self.i = 0
         self.pending = None
 
@@ -64,15 +70,25 @@ class Oracle:
         return step
 
     def act(self, observation: Observation) -> Action:
+        if observation.kind == "user" and isinstance(observation.data, dict):
+            self.known.update(observation.data.get("facts") or {})
         err = observation.error
         if self.retry and self.pending and err is not None and err.code in RETRYABLE:
             step: PlanStep | None = self.pending
+        elif self.i in self.asks:
+            facts = self.asks.pop(self.i)
+            self.pending = None
+            wanted = " and ".join(f"your {f.replace('_', ' ')}" for f in facts)
+            return Message(content=f"Could you tell me {wanted}, please?", final=False)
         else:
             step = self._next_step()
         self.pending = step
         if step is None:
             return Message(content=answer_text(self.answers))
-        return ToolCall(tool=step.tool, arguments=dict(step.arguments))
+        arguments = dict(step.arguments)
+        for arg, fact in step.from_user.items():
+            arguments[arg] = self.known.get(fact, arguments[arg])
+        return ToolCall(tool=step.tool, arguments=arguments)
 
 
 class NoOp:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from envfactory.domain.expr import Template, Value
@@ -23,19 +23,30 @@ Call = tuple[str, dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
+class _Held:
+    text: Template
+    parent_text: Template
+    facts: dict[str, Value]
+
+
+@dataclass(frozen=True, slots=True)
 class _Ref:
     spec: RefSpec
     text: Template
     lookup: tuple[tuple[str, dict[str, Value]], ...]
     parent_entity: str | None
+    held: _Held | None
 
 
 @dataclass(frozen=True, slots=True)
 class Rendered:
+    """A reference's words, the look-ups that resolve it, and the facts the user kept."""
+
     text: str
     lookups: tuple[Call, ...]
     hops: int
     lookalikes: int
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 class References:
@@ -57,7 +68,14 @@ class References:
                     if f not in entity.fields and f != "id":
                         raise DomainError(f"{name}: ref unique field {f!r} does not exist")
                 lookup = tuple((s.tool, {k: Value(v) for k, v in s.args.items()}) for s in r.lookup)
-                compiled.append(_Ref(r, Template(r.text), lookup, parent_entity))
+                held = None
+                if r.held is not None:
+                    held = _Held(
+                        Template(r.held.text),
+                        Template(r.held.parent_text or r.held.text),
+                        {k: Value(v) for k, v in r.held.facts.items()},
+                    )
+                compiled.append(_Ref(r, Template(r.text), lookup, parent_entity, held))
             self.refs[name] = compiled
         self._counts: dict[tuple[str, tuple[str, ...]], Counter[tuple[Any, ...]]] = {}
 
@@ -78,10 +96,18 @@ class References:
         return counter[tuple(_norm(row[f]) for f in fields)]
 
     def render(
-        self, entity: str, row: Row, hops: int, distractors: int, rng: random.Random
+        self,
+        entity: str,
+        row: Row,
+        hops: int,
+        distractors: int,
+        rng: random.Random,
+        held_back: float = 0.0,
+        nested: bool = False,
     ) -> Rendered:
         """A reference to ``row`` needing about ``hops`` look-ups; with ``distractors``,
-        prefer references that look-alike rows share the first words of."""
+        prefer references that look-alike rows share the first words of; with ``held_back``,
+        the chance that the user keeps the reference's facts until asked."""
         label = self.base.tables[entity].label
         if hops <= 0 or not self.refs.get(entity):
             return Rendered(f"{label} {row['id']}", (), 0, 0)
@@ -112,14 +138,24 @@ class References:
             if parent is None:
                 return Rendered(f"{label} {row['id']}", (), 0, 0)
             scope_vals["parent"] = parent
-            p = self.render(ref.parent_entity, parent, hops - 1, distractors, rng)
+            p = self.render(
+                ref.parent_entity, parent, hops - 1, distractors, rng, held_back, nested=True
+            )
             parent_text, lookups, parent_hops = p.text, p.lookups, p.hops
             lookalikes += p.lookalikes
-        text = ref.text.render(scope_vals, refs=lambda _name: parent_text)
+            facts = dict(p.facts)
+        else:
+            facts = {}
         own = tuple(
             (tool, {k: v(scope_vals) for k, v in args.items()}) for tool, args in ref.lookup
         )
-        return Rendered(text, lookups + own, parent_hops + 1, lookalikes)
+        if ref.held is not None and held_back > 0 and rng.random() < held_back:
+            words = ref.held.parent_text if nested else ref.held.text
+            text = words.render(scope_vals)
+            facts.update({k: v(scope_vals) for k, v in ref.held.facts.items()})
+        else:
+            text = ref.text.render(scope_vals, refs=lambda _name: parent_text)
+        return Rendered(text, lookups + own, parent_hops + 1, lookalikes, facts)
 
 
 def _norm(v: Any) -> Any:

@@ -23,7 +23,15 @@ from envfactory.domain.spec import BindSpec, GoalSpec, LevelSpec, RowsSpec
 from envfactory.errors import DomainError, SynthesisError
 from envfactory.tasks.refs import Call, References
 from envfactory.tasks.seeds import SPLIT_SHARES, split_of, stable_hash, task_seed
-from envfactory.tasks.types import HiddenTask, PlanStep, PublicTask, Split, TargetChange, Task
+from envfactory.tasks.types import (
+    Ask,
+    HiddenTask,
+    PlanStep,
+    PublicTask,
+    Split,
+    TargetChange,
+    Task,
+)
 from envfactory.tools.runtime import RowLoad, RowsQuery
 from envfactory.world.state import RowChange, hex_hash
 from envfactory.world.store import Store
@@ -102,6 +110,18 @@ class _Goal:
                 if ref not in self.entity_of:
                     raise DomainError(f"goal {spec.id}: {{ref:{ref}}} is not a row binding")
         self.answer = compile_expr(spec.answer) if spec.answer else None
+        self.listed = {s.for_each for s in spec.plan if s.for_each} | (
+            self.answer.names if self.answer else frozenset()
+        )
+
+    def rows_about(self, scope: dict[str, Any]) -> set[tuple[str, str]]:
+        """The rows an instance is about: its anchor, and the rows its answer aggregates or
+        its plan repeats over (not the rows it merely consulted while being made)."""
+        out = {(self.spec.anchor.entity, scope["anchor"]["id"])}
+        for b in self.binders:
+            if b.name in self.listed and isinstance(b.load, RowsQuery):
+                out |= {(b.load.table.name, r["id"]) for r in scope[b.name]}
+        return out
 
     def _binder(self, name: str, b: str | BindSpec, world: World) -> _Binder:
         if isinstance(b, str):
@@ -133,6 +153,7 @@ class _Instance:
     text: str
     scope: dict[str, Any]
     answer: Any = None
+    facts: dict[str, Any] = field(default_factory=dict)
 
     def question(self) -> list[Any]:
         """What a question asks, for fingerprints: the goal, the row it is about, the answer."""
@@ -257,33 +278,62 @@ class TaskFactory:
         return scope
 
     def _instance(
-        self, goal: _Goal, anchor_id: str, level: LevelSpec, rng: random.Random
+        self,
+        goal: _Goal,
+        anchor_id: str,
+        level: LevelSpec,
+        rng: random.Random,
+        profile: dict[str, Any],
     ) -> _Instance:
         anchor = self.refs.row(goal.spec.anchor.entity, anchor_id)
         assert anchor is not None
         scope = self._bind(goal, anchor, rng)
         template = rng.choice(goal.instructions)
-        lookups: list[Call] = []
-        texts: dict[str, str] = {}
-        for name in template.refs:
-            if name not in texts:
-                r = self.refs.render(
-                    goal.entity_of[name], scope[name], level.indirection, level.distractors, rng
-                )
-                texts[name] = r.text
-                lookups += [c for c in r.lookups if c not in lookups]
+        texts, lookups, facts = self._references(goal, template, scope, level, rng, level.held_back)
+        if any(profile.get(k, v) != v for k, v in facts.items()):
+            # One user, one e-mail: sub-goals about someone else are not held back.
+            texts, lookups, facts = self._references(goal, template, scope, level, rng, 0.0)
         text = template.render(scope, refs=texts.__getitem__)
         steps = list(lookups)
         for s in goal.plan:
             steps += s.calls(scope)
-        return _Instance(goal, steps, text, scope)
+        return _Instance(goal, steps, text, scope, facts=facts)
+
+    def _references(
+        self,
+        goal: _Goal,
+        template: Template,
+        scope: dict[str, Any],
+        level: LevelSpec,
+        rng: random.Random,
+        held_back: float,
+    ) -> tuple[dict[str, str], list[Call], dict[str, Any]]:
+        """Words for each ``{ref:...}``, the look-ups they need, the facts the user keeps."""
+        texts: dict[str, str] = {}
+        lookups: list[Call] = []
+        facts: dict[str, Any] = {}
+        for name in template.refs:
+            if name not in texts:
+                r = self.refs.render(
+                    goal.entity_of[name],
+                    scope[name],
+                    level.indirection,
+                    level.distractors,
+                    rng,
+                    held_back,
+                )
+                texts[name] = r.text
+                lookups += [c for c in r.lookups if c not in lookups]
+                facts.update(r.facts)
+        return texts, lookups, facts
 
     # -- making tasks ------------------------------------------------------------------------
 
     def _execute(self, inst: _Instance, claimed: set[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Run one instance's steps on the scratch state; the rows it touched."""
+        """Run one instance's steps on the scratch state; the rows it claims: those it wrote
+        and those it is about (so a sibling sub-goal cannot change what it reads)."""
         store = self.store
-        before = {(t, k) for t, keys in store.touched.items() for k in keys}
+        mark = len(store.journal)
         result = None
         for tool, args in inst.steps:
             outcome = self.world.tools[tool](store, args)
@@ -294,13 +344,14 @@ class TaskFactory:
             inst.answer = inst.goal.answer({**inst.scope, "result": result})
             if inst.answer is None or _answer_text(inst.answer).lower() in inst.text.lower():
                 raise _Reject("no answer, or the request gives its own answer away")
-        touched = {(t, k) for t, keys in store.touched.items() for k in keys} - before
-        if touched & claimed:
-            raise _Reject("touches the rows of another sub-goal")
+        written = set(store.journal[mark:])
+        claims = written | inst.goal.rows_about(inst.scope)
+        if claims & claimed:
+            raise _Reject("shares rows with another sub-goal")
         rows = self.world.base.rows
-        if inst.answer is None and all(store.raw(t, k) == rows[t].get(k) for t, k in touched):
+        if inst.answer is None and all(store.raw(t, k) == rows[t].get(k) for t, k in written):
             raise _Reject("changes nothing")
-        return touched
+        return claims
 
     def make(self, split: Split, difficulty: int, index: int) -> Task:
         """The task at (split, difficulty, index): a pure function of those and the world."""
@@ -324,7 +375,8 @@ class TaskFactory:
             gi, anchor_id = pool[slot % len(pool)]
             slot += 1
             try:
-                inst = self._instance(self.goals[gi], anchor_id, level, rng)
+                profile = {k: v for c in chosen for k, v in c.facts.items()}
+                inst = self._instance(self.goals[gi], anchor_id, level, rng, profile)
                 with self.store.transaction():
                     claimed |= self._execute(inst, claimed)
             except (_Reject, ExprError):
@@ -354,7 +406,7 @@ class TaskFactory:
         target = [
             TargetChange(table=c.table, id=c.key, before=c.before, after=c.after) for c in changes
         ]
-        plan = [PlanStep(tool=t, arguments=a) for c in chosen for t, a in c.steps]
+        plan, asks, profile = _user_steps(chosen, instruction)
         public = PublicTask(
             task_id=task_id,
             env_id=self.env_id,
@@ -371,6 +423,8 @@ class TaskFactory:
             gold_plan=plan,
             target=target,
             answers=answers,
+            profile=profile,
+            asks=asks,
             knobs={
                 "width": len(chosen),
                 "indirection": level.indirection,
@@ -380,6 +434,34 @@ class TaskFactory:
             fingerprint=fingerprint(target, [c.question() for c in chosen if c.answer is not None]),
         )
         return Task(public=public, hidden=hidden, initial_hash=hex_hash(self.world.base.hash))
+
+
+def _user_steps(
+    chosen: list[_Instance], instruction: str
+) -> tuple[list[PlanStep], list[Ask], dict[str, Any]]:
+    """The gold plan, marking arguments only the user knows, with an ask before the first
+    step of each sub-goal that needs one; and the facts the user actually has to give (a
+    fact another sub-goal's words give away is no longer the user's alone)."""
+    plan: list[PlanStep] = []
+    asks: list[Ask] = []
+    profile: dict[str, Any] = {}
+    for inst in chosen:
+        asked: set[str] = set(profile)
+        held = {f: v for f, v in inst.facts.items() if str(v) not in instruction}
+        for tool, args in inst.steps:
+            from_user = {
+                arg: fact
+                for arg, value in args.items()
+                for fact, known in held.items()
+                if isinstance(value, str) and value == known
+            }
+            new = sorted(set(from_user.values()) - asked)
+            if new:
+                asks.append(Ask(before_step=len(plan), facts=new))
+                asked |= set(new)
+            profile.update({f: held[f] for f in from_user.values()})
+            plan.append(PlanStep(tool=tool, arguments=args, from_user=from_user))
+    return plan, asks, profile
 
 
 def _answer_text(v: Any) -> str:

@@ -32,12 +32,23 @@ class PublicTask(BaseModel):
 
 
 class PlanStep(BaseModel):
-    """One tool call of a gold plan."""
+    """One tool call of a gold plan. ``from_user`` maps arguments whose values only the user
+    knows to the fact that holds them: an honest agent must ask for them first."""
 
     model_config = ConfigDict(frozen=True)
 
     tool: str
     arguments: dict[str, Any]
+    from_user: dict[str, str] = Field(default_factory=dict)
+
+
+class Ask(BaseModel):
+    """Before gold step ``before_step``, the agent must ask the user for ``facts``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    before_step: int
+    facts: list[str]
 
 
 class TargetChange(BaseModel):
@@ -61,6 +72,10 @@ class HiddenTask(BaseModel):
     gold_plan: list[PlanStep]
     target: list[TargetChange]
     answers: list[Any] = Field(default_factory=list, description="values the reply must give")
+    profile: dict[str, Any] = Field(
+        default_factory=dict, description="facts only the user knows, given when asked"
+    )
+    asks: list[Ask] = Field(default_factory=list, description="where the gold plan asks")
     knobs: dict[str, int] = Field(description="width, indirection, distractors, max level")
     fingerprint: str = Field(description="hash of what the task asks for (target and answers)")
 

@@ -18,6 +18,7 @@ ErrorCode = Literal[
     "transient_error",
     "rate_limited",
     "timeout",
+    "malformed_response",
     "episode_over",
 ]
 

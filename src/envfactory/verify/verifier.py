@@ -76,6 +76,13 @@ def match_state(
     return matched, missing, collateral
 
 
+def goal_met(task: HiddenTask, changes: Sequence[RowChange], reply: str | None) -> bool:
+    """Whether the user would see its request done: every change made, nothing else, and
+    every answer given in ``reply``."""
+    _, missing, collateral = match_state(task.target, changes)
+    return not missing and not collateral and grade(reply, task.answers)[0] == 1.0
+
+
 class RuleChecker:
     """The rules a verifier checks because no tool would stop the agent."""
 
@@ -124,6 +131,7 @@ def verdict(
     write_tools: frozenset[str],
     status: EpisodeStatus,
     state_hash: str,
+    disclosed: set[str] | frozenset[str] = frozenset(),
 ) -> Verdict:
     """Score an episode. Faults that are not the agent's get no reward at all."""
     if status in ("env_error", "infra_error"):
@@ -173,6 +181,19 @@ def verdict(
             reason="; ".join(broken[:3]) if broken else "all rules respected",
         )
     )
+    if task.profile:
+        unasked = sorted(set(task.profile) - set(disclosed))
+        items.append(
+            RubricItem(
+                name="asked_user",
+                kind="gate",
+                weight=0.0,
+                score=0.0 if unasked else 1.0,
+                reason=f"acted without asking the user for: {', '.join(unasked)}"
+                if unasked
+                else "asked the user for what only the user knows",
+            )
+        )
     gold_writes = sum(1 for s in task.gold_plan if s.tool in write_tools)
     budget = 3 * gold_writes + 5
     writes = sum(1 for c in log if c.tool in write_tools)

@@ -46,7 +46,7 @@ class Base:
 class Store:
     """One episode's database, plus the set of rows it has touched since the base state."""
 
-    __slots__ = ("_digests", "base", "conn", "next_ids", "touched")
+    __slots__ = ("_digests", "base", "conn", "journal", "next_ids", "touched")
 
     def __init__(self, base: Base) -> None:
         self.base = base
@@ -54,6 +54,7 @@ class Store:
             ":memory:", check_same_thread=False, isolation_level=None, cached_statements=256
         )
         self.touched: dict[str, set[str]] = {}
+        self.journal: list[tuple[str, str]] = []  # every write, in order
         self.next_ids: dict[str, int] = {}
         self._digests: dict[tuple[str, str], int] = {}
         self.reset()
@@ -62,6 +63,7 @@ class Store:
         """Back to the base state: deserialise the snapshot (tens of microseconds)."""
         self.conn.deserialize(self.base.snapshot)
         self.touched = {}
+        self.journal = []
         self.next_ids = dict(self.base.next_ids)
 
     def close(self) -> None:
@@ -119,6 +121,7 @@ class Store:
 
     def _touch(self, table: str, key: str) -> None:
         self.touched.setdefault(table, set()).add(key)
+        self.journal.append((table, key))
 
     def insert(self, table: str, values: Mapping[str, Any]) -> Row:
         t = self.base.tables[table]
@@ -209,11 +212,11 @@ class _Transaction:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.saved: tuple[dict[str, set[str]], dict[str, int]] | None = None
+        self.saved: tuple[dict[str, set[str]], dict[str, int], int] | None = None
 
     def __enter__(self) -> Store:
         s = self.store
-        self.saved = ({k: set(v) for k, v in s.touched.items()}, dict(s.next_ids))
+        self.saved = ({k: set(v) for k, v in s.touched.items()}, dict(s.next_ids), len(s.journal))
         s.conn.execute("SAVEPOINT tool")
         return s
 
@@ -225,4 +228,5 @@ class _Transaction:
         s.conn.execute("ROLLBACK TO tool")
         s.conn.execute("RELEASE tool")
         assert self.saved is not None
-        s.touched, s.next_ids = self.saved
+        s.touched, s.next_ids, mark = self.saved
+        del s.journal[mark:]

@@ -1,0 +1,50 @@
+"""Injected tool faults: deterministic per (task, call), recoverable by retrying, and invisible
+to the verifier (a faulted call does not run and is not in the call log)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from envfactory.tasks.seeds import stable_hash
+from envfactory.tools.result import ToolError
+
+NoiseKind = Literal["transient", "rate_limit", "timeout", "malformed"]
+NOISE_KINDS: tuple[NoiseKind, ...] = ("transient", "rate_limit", "timeout", "malformed")
+
+
+class NoiseConfig(BaseModel):
+    """How often tool calls fail as a flaky production system's would, and how."""
+
+    rate: float = Field(0.0, ge=0.0, le=1.0, description="chance that a tool call is faulted")
+    kinds: tuple[NoiseKind, ...] = NOISE_KINDS
+    seed: int = 0
+
+
+def fault(config: NoiseConfig, task_id: str, call_index: int, tool: str) -> ToolError | None:
+    """The fault (if any) of the ``call_index``-th tool call of an episode of ``task_id``."""
+    if config.rate <= 0.0 or not config.kinds:
+        return None
+    h = stable_hash("noise", config.seed, task_id, call_index)
+    if (h >> 16) / 2**48 >= config.rate:
+        return None
+    kind = config.kinds[h % len(config.kinds)]
+    if kind == "transient":
+        return ToolError(
+            code="transient_error", message="Service temporarily unavailable; try again.", tool=tool
+        )
+    if kind == "rate_limit":
+        return ToolError(
+            code="rate_limited",
+            message="Too many requests; retry after 1 second.",
+            tool=tool,
+            retry_after=1.0,
+        )
+    if kind == "timeout":
+        return ToolError(code="timeout", message="The call timed out; try again.", tool=tool)
+    return ToolError(
+        code="malformed_response",
+        message='Unreadable response from the service: {"status": "ok", "data": {"id": "',
+        tool=tool,
+    )

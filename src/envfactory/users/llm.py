@@ -1,0 +1,51 @@
+"""An LLM-played user over any OpenAI-compatible chat-completions endpoint (off by default)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import httpx
+
+from envfactory.users.base import STOP, Situation, UserConfig, UserReply
+
+SYSTEM = """You are a customer talking to a support agent. Stay in character.
+Your request: {instruction}
+What you know about yourself (JSON): {profile}
+Answer the agent's questions only from what you know; if you do not know something, say so.
+Never invent ids or details. When the agent has done everything you asked, or if you give up,
+end your reply with {stop}."""
+
+
+class LLMUser:
+    """Plays the user with a model; keeps the conversation it has had."""
+
+    def __init__(self, config: UserConfig) -> None:
+        self.config = config
+        self.history: list[dict[str, str]] = []
+        self.client = httpx.Client(base_url=config.base_url, timeout=config.timeout_s)
+
+    def reply(self, message: str, situation: Situation) -> UserReply:
+        system = SYSTEM.format(
+            instruction=situation.instruction,
+            profile=json.dumps(situation.profile, default=str),
+            stop=STOP,
+        )
+        self.history.append({"role": "user", "content": message})
+        key = os.environ.get(self.config.api_key_env, "none")
+        body: dict[str, Any] = {
+            "model": self.config.model,
+            "messages": [{"role": "system", "content": system}, *self.history],
+        }
+        resp = self.client.post(
+            "/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"}
+        )
+        resp.raise_for_status()
+        text = str(resp.json()["choices"][0]["message"].get("content") or "")
+        self.history.append({"role": "assistant", "content": text})
+        told = {f: v for f, v in situation.profile.items() if str(v) in text}
+        return UserReply(text=text, facts=told, stop=STOP in text)
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,146 @@
+"""The user in the loop: facts only the user holds, asked for and answered deterministically;
+"I don't know" for the rest; a stop signal when the goal is met or abandoned."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+import pytest
+
+from envfactory.episode.base import EpisodeConfig
+from envfactory.episode.runner import run_episode
+from envfactory.episode.types import Message, ToolCall
+from envfactory.policies.scripted import Oracle
+from envfactory.tasks.types import SPLITS, Task
+from envfactory.users.base import STOP, UserConfig
+from envfactory.world.environment import DatabaseEnvironment as Environment
+
+
+def _asking_task(env: Environment, difficulty: int = 5) -> Task:
+    for i in range(100):
+        task = env.task("train", difficulty, i)
+        if task.hidden.asks:
+            return task
+    raise AssertionError("no task needs the user")
+
+
+def test_a_quarter_of_upper_tasks_need_the_user(db_env: Environment) -> None:
+    for difficulty in db_env.difficulties[-2:]:
+        tasks = [db_env.task(s, difficulty, i) for s in SPLITS for i in range(40)]
+        share = sum(1 for t in tasks if t.hidden.asks) / len(tasks)
+        assert share >= 0.25, f"{db_env.id} d{difficulty}: {share:.2f}"
+
+
+def test_oracle_solves_them_only_by_asking(db_env: Environment) -> None:
+    tasks = [t for t in (db_env.task("test", 5, i) for i in range(30)) if t.hidden.asks]
+    assert tasks
+    for task in tasks:
+        for fact, value in task.hidden.profile.items():
+            assert str(value) not in task.public.instruction, fact
+        assert run_episode(db_env, task, Oracle()).reward == 1.0
+        blind = run_episode(db_env, task, Oracle(ask=False))
+        assert blind.reward == 0.0
+        assert blind.item("asked_user").score == 0.0
+
+
+def test_user_answers_from_its_profile_and_nothing_else(retail: Environment) -> None:
+    task = _asking_task(retail)
+    fact, value = next(iter(task.hidden.profile.items()))
+    ep = retail.episode()
+    ep.reset(task)
+    first = ep.step(Message(content=f"What is your {fact.replace('_', ' ')}?", final=False))
+    again = ep.step(Message(content=f"Sorry, what was your {fact.replace('_', ' ')}?", final=False))
+    assert first.kind == "user" and str(value) in first.content
+    assert first.data == {"facts": {fact: value}, "stop": False}
+    assert again.data["facts"] == {fact: value}
+    unknown = ep.step(Message(content="What is your mother's maiden name?", final=False))
+    assert "don't know" in unknown.content and not unknown.done
+
+
+def test_user_gives_up_after_unanswerable_questions(retail: Environment) -> None:
+    ep = retail.episode(EpisodeConfig(user=UserConfig(max_unanswered=3)))
+    ep.reset(_asking_task(retail))
+    replies = [ep.step(Message(content="What is the weather like?", final=False)) for _ in range(3)]
+    assert [r.done for r in replies] == [False, False, True]
+    assert STOP in replies[-1].content
+    assert ep.status == "completed"
+    assert ep.evaluate().reward == 0.0
+
+
+def test_user_stops_when_its_goal_is_met(retail: Environment) -> None:
+    task = next(t for i in range(50) if not (t := retail.task("train", 2, i)).hidden.answers)
+    ep = retail.episode()
+    ep.reset(task)
+    before = ep.step(Message(content="Shall I go on?", final=False))
+    assert not before.done and "go ahead" in before.content.lower()
+    for step in task.hidden.gold_plan:
+        ep.step(ToolCall(tool=step.tool, arguments=step.arguments))
+    after = ep.step(Message(content="All done. Anything else?", final=False))
+    assert after.done and after.data["stop"] is True
+    assert ep.evaluate().reward == 1.0
+
+
+class _ChatServer(BaseHTTPRequestHandler):
+    """A minimal OpenAI-compatible chat-completions endpoint that plays a terse user."""
+
+    requests: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _ChatServer.requests.append(body)
+        system = body["messages"][0]["content"]
+        profile = json.loads(system.split("(JSON): ", 1)[1].split("\n", 1)[0])
+        last = body["messages"][-1]["content"].lower()
+        text = f"It's {profile['email']}." if "email" in last else f"Thanks, that's all. {STOP}"
+        payload = json.dumps(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def chat_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+def test_llm_user_over_an_openai_compatible_endpoint(retail: Environment, chat_server: str) -> None:
+    task = next(
+        t for i in range(100) if "email" in (t := retail.task("train", 5, i)).hidden.profile
+    )
+    config = EpisodeConfig(user=UserConfig(kind="llm", base_url=chat_server, model="sim"))
+    ep = retail.episode(config)
+    ep.reset(task)
+    told = ep.step(Message(content="What is your email address?", final=False))
+    assert told.data["facts"] == {"email": task.hidden.profile["email"]}
+    assert ep.disclosed == {"email"}
+    bye = ep.step(Message(content="Is there anything else?", final=False))
+    assert bye.done and ep.status == "completed"
+    sent = _ChatServer.requests[-1]
+    assert sent["model"] == "sim" and sent["messages"][0]["role"] == "system"
+    ep.close()
