@@ -17,7 +17,7 @@ Factory = Callable[..., Environment]
 # Modules whose import registers built-in environments of other kinds (terminal, ...).
 # Each calls ``register`` at import time; a kind whose runtime is missing still registers
 # and says so when an episode starts.
-BUILTIN_MODULES: list[str] = []
+BUILTIN_MODULES: list[str] = ["envfactory.terminal.builtin"]
 
 _FACTORIES: dict[str, Factory] = {}
 _MADE: dict[tuple[str, int, float], Environment] = {}

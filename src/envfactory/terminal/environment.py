@@ -1,0 +1,129 @@
+"""A terminal task family as an environment: tasks from hashed seeds, sandboxed episodes."""
+
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from typing import Any, Literal
+
+from envfactory.env import EnvInfo, Environment
+from envfactory.episode.base import EpisodeConfig
+from envfactory.errors import SynthesisError
+from envfactory.tasks.seeds import split_of, stable_hash, task_seed
+from envfactory.tasks.types import PublicTask, Split, Task
+from envfactory.terminal import tools
+from envfactory.terminal.checks import static_passes
+from envfactory.terminal.episode import TerminalEpisode
+from envfactory.terminal.family import DIFFICULTIES, Draft, Family, TerminalHidden
+from envfactory.terminal.fs import tree_hash, tree_of
+from envfactory.terminal.sandbox import Limits, unavailable_reason
+
+PERSONA = "You are a careful assistant working in a Linux shell."
+RULES = [
+    "Work inside /work; the rest of the system is read-only and there is no network.",
+    "Do what the request asks and nothing more; do not delete files you were not asked to.",
+    "When you are done, reply with a short final message.",
+]
+MAX_ATTEMPTS = 400
+
+
+class TerminalEnvironment(Environment):
+    """Procedural shell tasks in a bubblewrap sandbox, judged by completion tests."""
+
+    kind = "terminal"
+
+    def __init__(
+        self, family: Family, *, seed: int = 0, scale: float = 1.0, limits: Limits | None = None
+    ) -> None:
+        self.id = family.id
+        self.family = family
+        self.seed = seed
+        self.limits = limits or Limits()
+        self._lock = threading.Lock()
+        self._make = lru_cache(maxsize=1024)(self._generate)
+
+    @property
+    def difficulties(self) -> list[int]:
+        return list(DIFFICULTIES)
+
+    def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
+        if difficulty not in DIFFICULTIES:
+            raise SynthesisError(f"{self.id} has difficulties {DIFFICULTIES}, not {difficulty}")
+        with self._lock:
+            return self._make(split, difficulty, index)
+
+    def _generate(self, split: Split, difficulty: int, index: int) -> Task:
+        """Draw until a task lands in ``split`` (by a hash of its content) and fails at start."""
+        base = task_seed(self.id, split, difficulty, index)
+        for attempt in range(MAX_ATTEMPTS):
+            import random
+
+            rng = random.Random(stable_hash(base, self.seed, attempt))
+            draft = self.family.generate(rng, difficulty)
+            fingerprint = _fingerprint(draft)
+            if split_of(self.id, "task", fingerprint) != split:
+                continue
+            initial = tree_of(draft.files)
+            if static_passes(draft.tests, initial):
+                continue
+            return self._task(draft, split, difficulty, index, fingerprint, tree_hash(initial))
+        raise SynthesisError(f"no {split} task at {self.id} difficulty {difficulty}")
+
+    def _task(
+        self, d: Draft, split: Split, difficulty: int, index: int, fp: str, initial: str
+    ) -> Task:
+        task_id = f"{self.id}/{split}/{difficulty}/{index}"
+        public = PublicTask(
+            task_id=task_id,
+            env_id=self.id,
+            split=split,
+            difficulty=difficulty,
+            instruction=d.instruction,
+            persona=PERSONA,
+            rules=RULES,
+            tools=list(tools.TOOLS),
+        )
+        hidden = TerminalHidden(
+            task_id=task_id,
+            goals=d.goals or [self.id],
+            gold_plan=d.gold,
+            target=[],
+            knobs={"difficulty": difficulty, **d.knobs},
+            fingerprint=fp,
+            files=d.files,
+            tests=d.tests,
+        )
+        return Task(public=public, hidden=hidden, initial_hash=initial)
+
+    def episode(self, config: EpisodeConfig | None = None) -> TerminalEpisode:
+        return TerminalEpisode(self, config)
+
+    def tools(self, fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
+        return tools.schemas(fmt)
+
+    def info(self) -> EnvInfo:
+        return EnvInfo(
+            id=self.id,
+            kind=self.kind,
+            name=self.family.name,
+            description=self.family.description,
+            tools=len(tools.TOOLS),
+            tool_names=list(tools.TOOLS),
+            difficulties=self.difficulties,
+            tables=0,
+            rows=0,
+            rules=len(RULES),
+            goal_templates=1,
+        )
+
+    @staticmethod
+    def available() -> str | None:
+        """Why sandboxes cannot run on this machine, or None when they can."""
+        return unavailable_reason()
+
+
+def _fingerprint(d: Draft) -> str:
+    parts = [d.instruction]
+    parts += [f.model_dump_json() for f in d.files]
+    parts += [t.model_dump_json() for t in d.tests]
+    return f"{stable_hash(*parts):016x}"

@@ -1,0 +1,221 @@
+"""The episode of a terminal world: a sandboxed working directory, three tools, and tests."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from envfactory.episode.base import Episode, EpisodeConfig
+from envfactory.episode.types import EpisodeStatus, Message, Observation, ToolCall, parse_action
+from envfactory.errors import EpisodeError
+from envfactory.tasks.types import Task
+from envfactory.terminal import fs
+from envfactory.terminal.checks import rubric
+from envfactory.terminal.family import TerminalHidden
+from envfactory.terminal.sandbox import (
+    RunResult,
+    Sandbox,
+    SandboxError,
+    SandboxUnavailable,
+)
+from envfactory.terminal.tools import READ_LIMIT, TOOLS
+from envfactory.tools.params import validate
+from envfactory.tools.result import ToolError, ToolFailure
+from envfactory.verify.verdict import RubricItem, Verdict, combine
+
+if TYPE_CHECKING:
+    from envfactory.terminal.environment import TerminalEnvironment
+
+ENDED = "The conversation has ended."
+NOTHING_TO_ADD = "I have nothing to add. Please go ahead with my request."
+
+
+class TerminalEpisode(Episode):
+    """One live episode over its own sandboxed working directory."""
+
+    def __init__(self, env: TerminalEnvironment, config: EpisodeConfig | None = None) -> None:
+        self.env = env
+        self.config = config or EpisodeConfig()
+        self.sandbox: Sandbox | None = None
+        self.task: Task | None = None
+        self.steps = 0
+        self.done = False
+        self.status: EpisodeStatus = "truncated"
+        self.fault: str | None = None
+        self.over_quota = False
+        self.commands = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def reset(self, task: Task) -> Observation:
+        """Start ``task`` in a fresh working directory holding its initial files."""
+        if task.public.env_id != self.env.id or not isinstance(task.hidden, TerminalHidden):
+            raise EpisodeError(f"task {task.task_id} does not belong to {self.env.id}")
+        self.close()
+        self.task = task
+        self.steps = self.commands = 0
+        self.done, self.status, self.fault, self.over_quota = False, "truncated", None, False
+        try:
+            self.sandbox = Sandbox(self.env.limits)
+            fs.materialize(fs.tree_of(task.hidden.files), self.sandbox.path, self.sandbox.owner)
+        except (SandboxUnavailable, SandboxError, OSError) as exc:
+            return self._infra(f"the sandbox could not start: {exc}")
+        return Observation(
+            kind="task", content=task.public.instruction, data=task.public.model_dump()
+        )
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+
+    def _infra(self, why: str) -> Observation:
+        self.done, self.status, self.fault = True, "infra_error", why
+        err = ToolError(code="tool_failed", message=why)
+        return Observation(kind="tool_error", content=why, error=err, done=True)
+
+    # -- acting ------------------------------------------------------------------------------
+
+    def step(self, action: Any) -> Observation:
+        """Apply one action; malformed ones come back as errors, never as exceptions."""
+        if self.task is None:
+            raise EpisodeError("call reset(task) before step()")
+        if self.done:
+            err = ToolError(code="episode_over", message="the episode is over; reset to play again")
+            return _error(err, done=True)
+        parsed = parse_action(action)
+        self.steps += 1
+        if isinstance(parsed, ToolError):
+            obs = _error(parsed)
+        elif isinstance(parsed, Message):
+            if parsed.final:
+                self.done, self.status = True, "completed"
+                obs = Observation(kind="end", content=ENDED, done=True)
+            else:
+                obs = Observation(kind="user", content=NOTHING_TO_ADD)
+        else:
+            obs = self._call(parsed)
+        if not self.done and self.steps >= self.config.max_steps:
+            self.done, self.status = True, "truncated"
+            obs = obs.model_copy(update={"done": True})
+        return obs
+
+    def _call(self, call: ToolCall) -> Observation:
+        spec = TOOLS.get(call.tool)
+        if spec is None:
+            err = ToolError(
+                code="unknown_tool",
+                message=f"there is no tool {call.tool[:60]!r}; tools are: {', '.join(TOOLS)}",
+            )
+            return _error(err)
+        assert self.sandbox is not None
+        try:
+            args = validate(call.tool, spec[1], call.arguments)
+            if call.tool == "run_command":
+                return self._run(args["command"])
+            if call.tool == "read_file":
+                data, size = fs.read_file(self.sandbox.path, args["path"], READ_LIMIT)
+                text = data.decode("utf-8", "replace")
+                if size > len(data):
+                    text += f"\n[... {size - len(data)} more bytes not shown ...]"
+                return Observation(kind="tool_result", content=text, data={"size": size})
+            shown = fs.write_file(
+                self.sandbox.path, args["path"], args["content"].encode(), self.sandbox.owner
+            )
+            return self._quota(
+                Observation(kind="tool_result", content=f"wrote {shown}", data={"path": shown})
+            )
+        except ToolFailure as exc:
+            err = ToolError(code=exc.code, message=exc.message, tool=call.tool, field=exc.field)
+            return _error(err)
+        except (SandboxError, OSError) as exc:
+            return self._infra(f"the sandbox failed: {exc}")
+
+    def _run(self, command: str) -> Observation:
+        assert self.sandbox is not None
+        self.commands += 1
+        result = self.sandbox.run(command)
+        data = {
+            "exit_code": result.exit_code,
+            "output": result.output,
+            "truncated": result.truncated,
+            "limit": result.limit,
+        }
+        return self._quota(Observation(kind="tool_result", content=_shown(result), data=data))
+
+    def _quota(self, obs: Observation) -> Observation:
+        assert self.sandbox is not None
+        if self.sandbox.usage() <= self.env.limits.disk_mb << 20:
+            return obs
+        self.over_quota = True
+        self.done, self.status = True, "truncated"
+        why = f"the working directory is over its {self.env.limits.disk_mb} MB quota"
+        return _error(ToolError(code="rule_violation", message=why), done=True)
+
+    # -- judging -----------------------------------------------------------------------------
+
+    def state_hash(self) -> str:
+        if self.sandbox is None:
+            return ""
+        return fs.tree_hash(fs.snapshot(self.sandbox.path))
+
+    def evaluate(self) -> Verdict:
+        """Run the completion tests on the files as they are now."""
+        if self.task is None:
+            raise EpisodeError("call reset(task) before evaluate()")
+        if self.fault is not None or self.sandbox is None:
+            return _fault(self.status, self.fault or "no sandbox")
+        hidden = self.task.hidden
+        assert isinstance(hidden, TerminalHidden)
+        tree = fs.snapshot(self.sandbox.path)
+        state = fs.tree_hash(tree)
+        cache: dict[str, RunResult] = {}
+
+        def runner(command: str, files: dict[str, str]) -> RunResult:
+            key = json.dumps([command, files], sort_keys=True)
+            if key not in cache:
+                cache[key] = self._check_run(tree, command, files)
+            return cache[key]
+
+        try:
+            items = rubric(hidden.tests, tree, runner)
+        except (SandboxUnavailable, SandboxError, OSError) as exc:
+            return _fault("infra_error", f"a check sandbox failed: {exc}", state)
+        items.append(
+            RubricItem(
+                name="disk_quota",
+                kind="gate",
+                weight=0.0,
+                score=0.0 if self.over_quota else 1.0,
+                reason="over quota" if self.over_quota else "within quota",
+            )
+        )
+        return Verdict(reward=combine(items), status=self.status, items=items, state_hash=state)
+
+    def _check_run(self, tree: fs.Tree, command: str, files: dict[str, str]) -> RunResult:
+        """``command`` in a fresh sandbox over a copy of ``tree`` with ``files`` laid over."""
+        with Sandbox(self.env.limits) as box:
+            copy = {**tree, **fs.tree_of([fs.file(p, t) for p, t in files.items()])}
+            fs.materialize(copy, box.path, box.owner)
+            return box.run(command)
+
+
+def _error(err: ToolError, done: bool = False) -> Observation:
+    return Observation(
+        kind="tool_error", content=f"Error ({err.code}): {err.message}", error=err, done=done
+    )
+
+
+def _shown(r: RunResult) -> str:
+    tail = f"[exit code {r.exit_code}]"
+    if r.limit == "wall_time":
+        tail = "[killed: the command ran past its time limit]"
+    elif r.limit == "output":
+        tail = "[killed: the command printed too much]"
+    return f"{r.output}{'' if not r.output or r.output.endswith(chr(10)) else chr(10)}{tail}"
+
+
+def _fault(status: EpisodeStatus, why: str, state: str = "") -> Verdict:
+    status = status if status in ("env_error", "infra_error") else "infra_error"
+    item = RubricItem(name="fault", kind="gate", weight=0, score=0, reason=why[:300])
+    return Verdict(reward=None, status=status, items=[item], state_hash=state)

@@ -1,0 +1,1 @@
+"""The built-in terminal task families, one module each."""

@@ -1,0 +1,119 @@
+"""A task family: a generator of terminal tasks from a seed and a difficulty."""
+
+from __future__ import annotations
+
+import random
+import shlex
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from envfactory.tasks.types import HiddenTask, PlanStep
+from envfactory.terminal.checks import CompletionTest
+from envfactory.terminal.fs import FileSpec
+
+DIFFICULTIES = [1, 2, 3, 4, 5]
+
+
+class TerminalHidden(HiddenTask):
+    """What only the verifier knows of a terminal task: its initial files and its tests."""
+
+    files: list[FileSpec]
+    tests: list[CompletionTest]
+
+
+@dataclass
+class Draft:
+    """A generated task before it is checked and given an id."""
+
+    instruction: str
+    files: list[FileSpec]
+    gold: list[PlanStep]
+    tests: list[CompletionTest]
+    knobs: dict[str, int] = field(default_factory=dict)
+    goals: list[str] = field(default_factory=list)
+
+
+class Family(ABC):
+    """One kind of terminal task, registered as environment ``id``."""
+
+    id: str
+    name: str
+    description: str
+
+    @abstractmethod
+    def generate(self, rng: random.Random, difficulty: int) -> Draft:
+        """A task at ``difficulty`` (1..5) drawn from ``rng``; every test must fail on the
+        initial files and pass after the gold plan."""
+
+
+def run(command: str) -> PlanStep:
+    return PlanStep(tool="run_command", arguments={"command": command})
+
+
+def write(path: str, content: str) -> PlanStep:
+    return PlanStep(tool="write_file", arguments={"path": path, "content": content})
+
+
+def python(script: str) -> PlanStep:
+    """A gold step that runs a Python script (system python3) given inline."""
+    return run(f"python3 - <<'PYEOF'\n{script.strip()}\nPYEOF")
+
+
+def q(text: str) -> str:
+    return shlex.quote(text)
+
+
+WORDS = [
+    "alpha",
+    "bravo",
+    "cedar",
+    "delta",
+    "ember",
+    "falcon",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kestrel",
+    "lumen",
+    "maple",
+    "nectar",
+    "onyx",
+    "pebble",
+    "quartz",
+    "raven",
+    "sierra",
+    "tango",
+    "umber",
+    "velvet",
+    "willow",
+    "xenon",
+    "yarrow",
+    "zephyr",
+    "amber",
+    "birch",
+    "cobalt",
+    "dune",
+    "fjord",
+    "glacier",
+    "heron",
+    "iris",
+    "jade",
+    "kelp",
+    "lotus",
+    "meadow",
+    "north",
+    "ocean",
+    "prism",
+    "quill",
+    "river",
+    "stone",
+    "tidal",
+    "umbra",
+    "vista",
+    "wren",
+]
+
+
+def pick(rng: random.Random, pool: tuple[str, ...] | list[str], k: int) -> list[str]:
+    return rng.sample(list(pool), k)
