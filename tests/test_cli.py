@@ -30,11 +30,14 @@ def test_envs_json() -> None:
     assert isinstance(items, list) and items
     for item in items:
         assert isinstance(item["id"], str)
-        assert isinstance(item["tools"], int) and item["tools"] >= 10
-        assert item["difficulties"] == [1, 2, 3, 4, 5]
-        assert item["kind"] == "db"
+        assert isinstance(item["tools"], int) and item["tools"] >= 1
+        assert item["difficulties"] and all(isinstance(d, int) for d in item["difficulties"])
         for key in ("tables", "rules", "goal_templates"):
             assert isinstance(item[key], int)
+    db = [i for i in items if i["kind"] == "db"]
+    assert len(db) >= 3
+    for item in db:
+        assert item["tools"] >= 10 and item["difficulties"] == [1, 2, 3, 4, 5]
 
 
 def test_tasks_json_prints_public_views() -> None:

@@ -131,6 +131,7 @@ _ALLOWED_NODES: tuple[type[ast.AST], ...] = (
     ast.Store,
     ast.Attribute,
     ast.Subscript,
+    ast.Slice,
     ast.List,
     ast.Tuple,
     ast.Dict,

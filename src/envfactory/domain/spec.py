@@ -274,6 +274,11 @@ class GoalSpec(_Spec):
     require: list[str] = Field(
         default_factory=list, description="expressions the bindings must satisfy"
     )
+    setup: list[EffectSpec] = Field(
+        default_factory=list,
+        description="writes that break the world before the episode starts (the agent must "
+        "diagnose and repair); update/delete name a row binding, insert names an entity",
+    )
     plan: list[StepSpec]
     instruction: list[str] = Field(min_length=1, description="alternative phrasings")
     answer: str | None = Field(

@@ -55,6 +55,10 @@ class DatabaseEpisode(Episode):
         if task.public.env_id != self.env.id:
             raise EpisodeError(f"task {task.task_id} belongs to {task.public.env_id}")
         self.store.reset()
+        if task.hidden.setup:
+            for row in task.hidden.setup:
+                self.store.put(row.table, row.id, row.after)
+            self.store.mark_start()
         self.task = task
         self.log = []
         self.steps = 0

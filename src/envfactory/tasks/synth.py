@@ -19,7 +19,7 @@ from typing import Any
 from faker import Faker
 
 from envfactory.domain.expr import Expr, ExprError, Template, Value, compile_expr
-from envfactory.domain.spec import BindSpec, GoalSpec, LevelSpec, RowsSpec
+from envfactory.domain.spec import BindSpec, EffectSpec, GoalSpec, LevelSpec, RowsSpec
 from envfactory.errors import DomainError, SynthesisError
 from envfactory.tasks.refs import Call, References
 from envfactory.tasks.seeds import SPLIT_SHARES, split_of, stable_hash, task_seed
@@ -33,7 +33,7 @@ from envfactory.tasks.types import (
     Task,
 )
 from envfactory.tools.runtime import RowLoad, RowsQuery
-from envfactory.world.state import RowChange, hex_hash
+from envfactory.world.state import RowChange, hex_hash, patched_hash
 from envfactory.world.store import Store
 from envfactory.world.world import World
 
@@ -80,6 +80,27 @@ class _Step:
         return out
 
 
+@dataclass(frozen=True)
+class _SetupWrite:
+    """One write of a goal's setup, applied before the episode starts."""
+
+    op: str
+    table: str
+    name: str | None
+    values: dict[str, Value]
+
+    def apply(self, store: Store, scope: dict[str, Any]) -> None:
+        values = {f: v(scope) for f, v in self.values.items()}
+        if self.op == "insert":
+            store.insert(self.table, values)
+        elif self.op == "update":
+            assert self.name is not None
+            store.update(self.table, scope[self.name]["id"], values)
+        else:
+            assert self.name is not None
+            store.delete(self.table, scope[self.name]["id"])
+
+
 class _Goal:
     """A goal template compiled against a world."""
 
@@ -104,6 +125,7 @@ class _Goal:
             when = compile_expr(s.when) if s.when else None
             args = {k: Value(v) for k, v in s.args.items()}
             self.plan.append(_Step(s.tool, args, when, s.for_each))
+        self.setup = [self._setup_write(e, world) for e in spec.setup]
         self.instructions = [Template(t) for t in spec.instruction]
         for t in self.instructions:
             for ref in t.refs:
@@ -113,6 +135,19 @@ class _Goal:
         self.listed = {s.for_each for s in spec.plan if s.for_each} | (
             self.answer.names if self.answer else frozenset()
         )
+
+    def _setup_write(self, e: EffectSpec, world: World) -> _SetupWrite:
+        values = {f: Value(v) for f, v in e.set.items()}
+        if e.insert is not None:
+            if e.insert not in world.tables:
+                raise DomainError(f"goal {self.spec.id}: setup inserts into unknown {e.insert!r}")
+            return _SetupWrite("insert", e.insert, None, values)
+        name = e.update if e.update is not None else e.delete
+        assert name is not None
+        if name not in self.entity_of:
+            raise DomainError(f"goal {self.spec.id}: setup names no row binding {name!r}")
+        op = "update" if e.update is not None else "delete"
+        return _SetupWrite(op, self.entity_of[name], name, values)
 
     def rows_about(self, scope: dict[str, Any]) -> set[tuple[str, str]]:
         """The rows an instance is about: its anchor, and the rows its answer aggregates or
@@ -132,7 +167,9 @@ class _Goal:
             return _Binder(name, "row", load=load)
         if b.pick is not None or b.rows is not None:
             spec: RowsSpec = b.pick or b.rows  # type: ignore[assignment]
-            query = RowsQuery(spec.model_copy(update={"limit": 10_000}), world.tables)
+            if "limit" not in spec.model_fields_set:  # a binding sees every row unless told
+                spec = spec.model_copy(update={"limit": 10_000})
+            query = RowsQuery(spec, world.tables)
             if b.pick is not None:
                 self.entity_of[name] = spec.rows
             return _Binder(name, "pick" if b.pick else "rows", load=query)
@@ -154,6 +191,7 @@ class _Instance:
     scope: dict[str, Any]
     answer: Any = None
     facts: dict[str, Any] = field(default_factory=dict)
+    setup: list[tuple[str, str]] = field(default_factory=list)
 
     def question(self) -> list[Any]:
         """What a question asks, for fingerprints: the goal, the row it is about, the answer."""
@@ -334,6 +372,10 @@ class TaskFactory:
         and those it is about (so a sibling sub-goal cannot change what it reads)."""
         store = self.store
         mark = len(store.journal)
+        for write in inst.goal.setup:
+            write.apply(store, inst.scope)
+        inst.setup = sorted(set(store.journal[mark:]))
+        store.mark_start(inst.setup)
         result = None
         for tool, args in inst.steps:
             outcome = self.world.tools[tool](store, args)
@@ -348,8 +390,9 @@ class TaskFactory:
         claims = written | inst.goal.rows_about(inst.scope)
         if claims & claimed:
             raise _Reject("shares rows with another sub-goal")
-        rows = self.world.base.rows
-        if inst.answer is None and all(store.raw(t, k) == rows[t].get(k) for t, k in written):
+        if inst.answer is None and all(
+            store.raw(t, k) == store.start_value(t, k) for t, k in written
+        ):
             raise _Reject("changes nothing")
         return claims
 
@@ -407,6 +450,7 @@ class TaskFactory:
             TargetChange(table=c.table, id=c.key, before=c.before, after=c.after) for c in changes
         ]
         plan, asks, profile = _user_steps(chosen, instruction)
+        setup = self._setup_changes(chosen)
         public = PublicTask(
             task_id=task_id,
             env_id=self.env_id,
@@ -425,6 +469,7 @@ class TaskFactory:
             answers=answers,
             profile=profile,
             asks=asks,
+            setup=setup,
             knobs={
                 "width": len(chosen),
                 "indirection": level.indirection,
@@ -433,7 +478,36 @@ class TaskFactory:
             },
             fingerprint=fingerprint(target, [c.question() for c in chosen if c.answer is not None]),
         )
-        return Task(public=public, hidden=hidden, initial_hash=hex_hash(self.world.base.hash))
+        start = patched_hash(
+            self.world.base,
+            [
+                (
+                    c.table,
+                    c.id,
+                    None if c.after is None else self.world.tables[c.table].to_tuple(c.after),
+                )
+                for c in setup
+            ],
+        )
+        return Task(public=public, hidden=hidden, initial_hash=hex_hash(start))
+
+    def _setup_changes(self, chosen: list[_Instance]) -> list[TargetChange]:
+        """The rows each sub-goal's setup broke, as the episode's start has them."""
+        out = []
+        for inst in chosen:
+            for table, key in inst.setup:
+                t = self.world.tables[table]
+                before = self.world.base.rows[table].get(key)
+                after = self.store.start[(table, key)]
+                out.append(
+                    TargetChange(
+                        table=table,
+                        id=key,
+                        before=None if before is None else t.to_row(before),
+                        after=None if after is None else t.to_row(after),
+                    )
+                )
+        return out
 
 
 def _user_steps(

@@ -76,6 +76,9 @@ class HiddenTask(BaseModel):
         default_factory=dict, description="facts only the user knows, given when asked"
     )
     asks: list[Ask] = Field(default_factory=list, description="where the gold plan asks")
+    setup: list[TargetChange] = Field(
+        default_factory=list, description="rows as the task's start has them (a broken world)"
+    )
     knobs: dict[str, int] = Field(description="width, indirection, distractors, max level")
     fingerprint: str = Field(description="hash of what the task asks for (target and answers)")
 

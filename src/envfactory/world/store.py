@@ -46,7 +46,7 @@ class Base:
 class Store:
     """One episode's database, plus the set of rows it has touched since the base state."""
 
-    __slots__ = ("_digests", "base", "conn", "journal", "next_ids", "touched")
+    __slots__ = ("_digests", "base", "conn", "journal", "next_ids", "start", "touched")
 
     def __init__(self, base: Base) -> None:
         self.base = base
@@ -55,6 +55,8 @@ class Store:
         )
         self.touched: dict[str, set[str]] = {}
         self.journal: list[tuple[str, str]] = []  # every write, in order
+        # Rows whose value at the episode's start differs from the base (a task's setup).
+        self.start: dict[tuple[str, str], tuple[Any, ...] | None] = {}
         self.next_ids: dict[str, int] = {}
         self._digests: dict[tuple[str, str], int] = {}
         self.reset()
@@ -62,9 +64,32 @@ class Store:
     def reset(self) -> None:
         """Back to the base state: deserialise the snapshot (tens of microseconds)."""
         self.conn.deserialize(self.base.snapshot)
+        # Read the schema now: SQLite's pager learns the database's size on its first read,
+        # and a savepoint rolled back before that restores an empty database.
+        self.conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         self.touched = {}
         self.journal = []
+        self.start = {}
         self.next_ids = dict(self.base.next_ids)
+
+    def mark_start(self, keys: Iterable[tuple[str, str]] | None = None) -> None:
+        """Take these rows' current values (all touched rows by default) as the episode's
+        start: diffs are relative to it."""
+        if keys is None:
+            keys = [(t, k) for t, ks in self.touched.items() for k in ks]
+        for table, key in keys:
+            self.start[(table, key)] = self.raw(table, key)
+
+    def put(self, table: str, key: str, row: Row | None) -> None:
+        """Make a row exactly ``row`` (or absent): how a task's setup is replayed."""
+        t = self.base.tables[table]
+        self.conn.execute(t.delete, (key,))
+        if row is not None:
+            self.conn.execute(t.insert, t.to_tuple({**row, "id": key}))
+        prefix = f"{t.id_prefix}-"
+        if key.startswith(prefix) and key[len(prefix) :].isdigit():
+            self.next_ids[table] = max(self.next_ids[table], int(key[len(prefix) :]) + 1)
+        self._touch(table, key)
 
     def close(self) -> None:
         self.conn.close()
@@ -73,13 +98,15 @@ class Store:
 
     def get(self, table: str, key: Any) -> Row | None:
         t = self.base.tables[table]
-        found = self.conn.execute(t.select_by_id, (key,)).fetchone()
-        return None if found is None else t.to_row(found)
+        found = self.conn.execute(t.select_by_id, (key,)).fetchall()
+        return t.to_row(found[0]) if found else None
 
     def raw(self, table: str, key: str) -> tuple[Any, ...] | None:
         t = self.base.tables[table]
-        found = self.conn.execute(t.select_by_id, (key,)).fetchone()
-        return None if found is None else tuple(found)
+        # fetchall, not fetchone: a half-read statement keeps a read transaction open, and a
+        # later deserialize() under it leaves the connection with an empty database.
+        found = self.conn.execute(t.select_by_id, (key,)).fetchall()
+        return tuple(found[0]) if found else None
 
     def rows(
         self,
@@ -178,14 +205,24 @@ class Store:
                     h += row_digest(table, now)
         return h % MOD
 
+    def start_value(
+        self, table: str, key: str, base_rows: dict[str, tuple[Any, ...]] | None = None
+    ) -> tuple[Any, ...] | None:
+        """A row as the episode started (the base, unless a task's setup changed it)."""
+        ck = (table, key)
+        if ck in self.start:
+            return self.start[ck]
+        return (base_rows if base_rows is not None else self.base.rows[table]).get(key)
+
     def changes(self) -> list[RowChange]:
-        """Rows that differ from the base state, in a canonical order."""
+        """Rows that differ from the episode's start (the base state, or the state a task's
+        setup left), in a canonical order."""
         out = []
         for table in sorted(self.touched):
             t = self.base.tables[table]
             base_rows = self.base.rows[table]
             for key in sorted(self.touched[table]):
-                before = base_rows.get(key)
+                before = self.start_value(table, key, base_rows)
                 after = self.raw(table, key)
                 if before != after:
                     out.append(
@@ -212,11 +249,14 @@ class _Transaction:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.saved: tuple[dict[str, set[str]], dict[str, int], int] | None = None
+        self.saved: (
+            tuple[dict[str, set[str]], dict[str, int], int, dict[tuple[str, str], Any]] | None
+        ) = None
 
     def __enter__(self) -> Store:
         s = self.store
-        self.saved = ({k: set(v) for k, v in s.touched.items()}, dict(s.next_ids), len(s.journal))
+        touched = {k: set(v) for k, v in s.touched.items()}
+        self.saved = (touched, dict(s.next_ids), len(s.journal), dict(s.start))
         s.conn.execute("SAVEPOINT tool")
         return s
 
@@ -228,5 +268,5 @@ class _Transaction:
         s.conn.execute("ROLLBACK TO tool")
         s.conn.execute("RELEASE tool")
         assert self.saved is not None
-        s.touched, s.next_ids, mark = self.saved
+        s.touched, s.next_ids, mark, s.start = self.saved
         del s.journal[mark:]
