@@ -312,7 +312,12 @@ def _exit_code(status: bytes, fallback: int) -> int:
 
 
 def default_root() -> Path:
-    base = os.environ.get(ROOT_ENV) or tempfile.gettempdir()
+    """$ENVFACTORY_SANDBOX_ROOT, else /dev/shm (memory: fast to fill and tear down), else the
+    temporary directory."""
+    base = os.environ.get(ROOT_ENV)
+    if not base:
+        shm = "/dev/shm"
+        base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else tempfile.gettempdir()
     return Path(base) / f"envfactory-sandbox-{os.geteuid()}"
 
 
@@ -344,7 +349,7 @@ def unavailable_reason() -> str | None:
     for tool in ("/bin/bash", "/bin/sh"):
         if not os.access(tool, os.X_OK):
             return f"{tool} is missing; terminal worlds need it"
-    probe = Path(tempfile.mkdtemp(prefix="envfactory-probe-"))
+    probe = Path(tempfile.mkdtemp(prefix="envfactory-probe-", dir=default_root().parent))
     try:
         rt = Runtime(probe)
         work = rt.new_workdir()

@@ -1,0 +1,142 @@
+"""Log analysis into a report: counts, top offenders and latencies as JSON."""
+
+from __future__ import annotations
+
+import gzip
+import random
+from collections import Counter
+from datetime import datetime, timedelta
+
+from envfactory.terminal.checks import CompletionTest
+from envfactory.terminal.family import Draft, Family, python
+from envfactory.terminal.fs import FileSpec, file
+
+LEVELS = ("INFO", "WARN", "ERROR", "DEBUG")
+SERVICES = ("api", "auth", "billing", "search", "worker", "gateway", "mailer", "cache")
+MESSAGES = ("request done", "cache miss", "retrying", "timeout upstream", "user login", "ok")
+START = datetime(2024, 3, 1, 8, 0, 0)
+
+GOLD = """
+import glob, gzip, json
+lines = []
+for path in sorted(glob.glob("logs/*.log")) + sorted(glob.glob("logs/*.log.gz")):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        lines += [ln.split() for ln in f if ln.strip()]
+window = {window!r}
+if window:
+    lines = [p for p in lines if window[0] <= p[0] <= window[1]]
+report = {{}}
+levels = {{}}
+for p in lines:
+    levels[p[1]] = levels.get(p[1], 0) + 1
+report["errors"] = levels.get("ERROR", 0)
+keys = {keys!r}
+if "by_level" in keys:
+    report["by_level"] = levels
+if "top_error_service" in keys:
+    errs = {{}}
+    for p in lines:
+        if p[1] == "ERROR":
+            errs[p[2]] = errs.get(p[2], 0) + 1
+    report["top_error_service"] = max(sorted(errs), key=lambda s: errs[s])
+lat = [int(p[-1].split("=")[1]) for p in lines]
+if "slowest_ms" in keys:
+    report["slowest_ms"] = max(lat)
+if "mean_latency_ms" in keys:
+    report["mean_latency_ms"] = round(sum(lat) / len(lat), 1)
+json.dump({{k: report[k] for k in keys}}, open("report.json", "w"), indent=2)
+"""
+
+
+class LogReport(Family):
+    id = "term-log-report"
+    name = "Log analysis into a report"
+    description = "Read application logs (some compressed) and write a JSON report of them."
+
+    def generate(self, rng: random.Random, difficulty: int) -> Draft:
+        n_files = (1, 1, 2, 3, 3)[difficulty - 1]
+        per_file = (12, 25, 30, 30, 40)[difficulty - 1]
+        services = rng.sample(SERVICES, 3 + difficulty // 2)
+        t = START + timedelta(days=rng.randint(0, 200))
+        files: list[FileSpec] = []
+        parsed: list[tuple[str, str, str, int]] = []
+        for i in range(n_files):
+            lines = []
+            for _ in range(per_file):
+                t += timedelta(seconds=rng.randint(1, 900))
+                level = rng.choices(LEVELS, weights=(6, 2, 2, 1))[0]
+                svc = rng.choice(services)
+                ms = rng.randint(2, 2500)
+                stamp = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+                parsed.append((stamp, level, svc, ms))
+                lines.append(f"{stamp} {level} {svc} {rng.choice(MESSAGES)} latency_ms={ms}")
+            text = "\n".join(lines) + "\n"
+            name = f"logs/{services[i % len(services)]}-{i + 1}.log"
+            if difficulty >= 4 and i < n_files - 1:
+                files.append(file(name + ".gz", gzip.compress(text.encode(), mtime=0)))
+            else:
+                files.append(file(name, text))
+        window: tuple[str, str] | None = None
+        if difficulty >= 5:
+            stamps = sorted(p[0] for p in parsed)
+            a = rng.randint(0, len(stamps) // 3)
+            b = rng.randint(2 * len(stamps) // 3, len(stamps) - 1)
+            window = (stamps[a], stamps[b])
+            parsed = [p for p in parsed if window[0] <= p[0] <= window[1]]
+        keys = ["errors"]
+        keys += ["by_level"] if difficulty >= 2 else []
+        keys += ["top_error_service"] if difficulty >= 3 else []
+        keys += ["slowest_ms"] if difficulty >= 4 else []
+        keys += ["mean_latency_ms"] if difficulty >= 5 else []
+        levels = Counter(p[1] for p in parsed)
+        errs = Counter(p[2] for p in parsed if p[1] == "ERROR")
+        lat = [p[3] for p in parsed]
+        ranked = errs.most_common()
+        if "top_error_service" in keys and (
+            not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1])
+        ):
+            return self.generate(rng, difficulty)  # the top service must be unambiguous
+        values = {
+            "errors": levels["ERROR"],
+            "by_level": dict(levels),
+            "top_error_service": ranked[0][0] if ranked else "",
+            "slowest_ms": max(lat),
+            "mean_latency_ms": round(sum(lat) / len(lat), 1),
+        }
+        explain = {
+            "errors": '"errors": the number of ERROR lines',
+            "by_level": '"by_level": an object counting the lines of each level present',
+            "top_error_service": '"top_error_service": the service with the most ERROR lines',
+            "slowest_ms": '"slowest_ms": the largest latency_ms',
+            "mean_latency_ms": '"mean_latency_ms": the mean latency_ms rounded to 1 decimal',
+        }
+        where = "the .log files in /work/logs" + (
+            " (and the gzip-compressed .log.gz ones)" if difficulty >= 4 else ""
+        )
+        instruction = (
+            f"Analyse {where}. Each line is: timestamp level service message latency_ms=N. "
+            "Write /work/report.json, a JSON object with: "
+            + "; ".join(explain[k] for k in keys)
+            + "."
+        )
+        if window:
+            instruction += (
+                f" Count only lines with timestamps from {window[0]} to {window[1]} inclusive."
+            )
+        tests = [
+            CompletionTest(
+                name=f"report {k}",
+                kind="json",
+                args={"path": "report.json", "key": [k], "value": values[k], "tol": 0.051},
+            )
+            for k in keys
+        ]
+        return Draft(
+            instruction=instruction,
+            files=files,
+            gold=[python(GOLD.format(window=window, keys=keys))],
+            tests=tests,
+            knobs={"files": n_files, "lines": n_files * per_file, "fields": len(keys)},
+            goals=["log-report"],
+        )
