@@ -1,0 +1,240 @@
+"""The async rollout engine: groups of G episodes per task, a concurrency limit, timeouts,
+retries, over-sampling, checkpoints, and a resume that neither loses nor repeats an episode.
+
+A group wants ``group_size`` episodes. It starts ``group_size + oversample``, keeps the first
+``group_size`` to finish and cancels the rest; an infrastructure failure is recorded (as
+``infra_error``, unscored) and replaced, up to ``replace_failed`` times. With a store, each kept
+episode is durable before the next is counted, so a run killed at any moment resumes from the
+store: complete groups are skipped, checkpointed episodes continue, the rest run again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from envfactory.env import Environment
+from envfactory.episode.base import EpisodeConfig
+from envfactory.harness.config import HarnessConfig
+from envfactory.harness.context import Summariser
+from envfactory.policies.base import RolloutPolicy
+from envfactory.registry import make
+from envfactory.rollout.executor import EnvExecutor, Lane, ThreadExecutor, make_executor
+from envfactory.rollout.lag import LagMonitor
+from envfactory.rollout.play import Play, Sample
+from envfactory.rollout.summary import RolloutStats, RunSummary
+from envfactory.rollout.types import EngineConfig, TaskRef, episode_id
+from envfactory.trajectory.record import EpisodeRecord
+from envfactory.trajectory.store import Entry, TrajectoryStore
+
+Listener = Callable[[EpisodeRecord], None]
+
+
+class RolloutEngine:
+    """Runs groups of episodes of a policy over tasks; see the module docstring."""
+
+    def __init__(
+        self,
+        policy: RolloutPolicy,
+        *,
+        harness: HarnessConfig | None = None,
+        config: EngineConfig | None = None,
+        store: TrajectoryStore | None = None,
+        episode_config: EpisodeConfig | None = None,
+        summariser: Summariser | None = None,
+        on_episode: Listener | None = None,
+        keep_records: bool = True,
+    ) -> None:
+        self.policy = policy
+        self.harness = harness or HarnessConfig()
+        self.config = config or EngineConfig()
+        self.store = store
+        self.episode_config = self.harness.episode_config(episode_config)
+        self.summariser = summariser
+        self.on_episode = on_episode
+        self.keep_records = keep_records
+        self.model_info = policy.info
+        self.rng = random.Random(self.config.seed)
+        self.stopping = False
+        self.live = self.peak_live = 0
+        self.records: list[EpisodeRecord] = []
+        self.stats = RolloutStats()
+        self.checkpoint_errors = 0
+        self._pool = ThreadPoolExecutor(self.config.env_threads, thread_name_prefix="env")
+        self._executors: dict[str, EnvExecutor] = {}
+        self._synth = ThreadExecutor(self._pool)
+        self._tools: dict[str, list[dict[str, Any]]] = {}
+        self._slots: asyncio.Semaphore | None = None
+
+    # -- shared by the episodes --------------------------------------------------------------
+
+    def executor(self, env: Environment) -> EnvExecutor:
+        """Where ``env``'s work runs: sliced on the loop for fast in-memory worlds, threads for
+        kinds that may block (and for a user simulated by a model over HTTP)."""
+        ex = self._executors.get(env.id)
+        if ex is None:
+            kind = self.config.env_executor
+            user = getattr(getattr(self.episode_config, "user", None), "kind", "scripted")
+            if kind == "auto" and (env.kind != "db" or user != "scripted"):
+                ex = ThreadExecutor(self._pool)
+            else:
+                ex = make_executor(kind, self._pool, self.config.slice_ms / 1000)
+            self._executors[env.id] = ex
+        return ex
+
+    def tool_schemas(self, env: Environment) -> list[dict[str, Any]]:
+        tools = self._tools.get(env.id)
+        if tools is None:
+            tools = self._tools[env.id] = env.tools("openai")
+        return tools
+
+    def checkpoint(self, record: EpisodeRecord) -> None:
+        """Save an in-flight episode to the store's checkpoints (a shortcut, never required)."""
+        if self.store is None or not record.calls:
+            return
+        self.store.checkpoint(record).add_done_callback(self._checkpointed)
+
+    def _checkpointed(self, fut: Any) -> None:
+        if fut.exception() is not None:
+            self.checkpoint_errors += 1
+
+    def stop(self) -> None:
+        """Stop gracefully: no new episodes; live ones checkpoint at their next turn."""
+        self.stopping = True
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run_sync(self, tasks: Iterable[TaskRef]) -> RunSummary:
+        return asyncio.run(self.run(tasks))
+
+    async def run(self, tasks: Iterable[TaskRef]) -> RunSummary:
+        """Run every task's group to completion (or until :meth:`stop`)."""
+        refs = list(tasks)
+        if len({r.group_id for r in refs}) != len(refs):
+            raise ValueError("a task appears twice; give repeated groups different tags")
+        recorded: dict[str, list[Entry]] = defaultdict(list)
+        partial: dict[str, list[EpisodeRecord]] = defaultdict(list)
+        if self.store is not None:
+            for entry in self.store.entries.values():
+                recorded[entry.group_id].append(entry)
+            for rec in self.store.partials.values():
+                partial[rec.group_id].append(rec)
+        cfg = self.config
+        self._slots = asyncio.Semaphore(cfg.concurrency)
+        per_group = cfg.group_size + cfg.oversample
+        groups = asyncio.Semaphore(math.ceil(cfg.concurrency / per_group) + 1)
+        t0 = time.perf_counter()
+        async with LagMonitor() as lag, asyncio.TaskGroup() as tg:
+            for i, ref in enumerate(refs):
+                if self.stopping:
+                    break
+                await groups.acquire()
+                job = tg.create_task(
+                    self._group(ref, recorded.get(ref.group_id, []), partial.get(ref.group_id, []))
+                )
+                job.add_done_callback(lambda _: groups.release())
+                if i % 64 == 63:
+                    await asyncio.sleep(0)  # let the groups started so far begin
+        return self.stats.summary(
+            time.perf_counter() - t0,
+            peak_live=self.peak_live,
+            loop_lag_ms_p99=lag.p(99),
+            out=str(self.store.path) if self.store else None,
+        )
+
+    async def _group(
+        self, ref: TaskRef, recorded: list[Entry], partial: list[EpisodeRecord]
+    ) -> None:
+        cfg, stats = self.config, self.stats
+        k = cfg.group_size
+        kept = sum(e.status != "infra_error" for e in recorded)
+        if kept >= k:
+            stats.groups["skipped"] += 1
+            return
+        try:
+            env = make(ref.env_id)
+            task = await self._synth.call(  # synthesis can take a while: never on the loop
+                lambda: env.task(ref.split, ref.difficulty, ref.index), Lane()
+            )
+        except Exception as exc:  # no such environment, or no task at that address
+            stats.errors.append(f"{ref.group_id}: {type(exc).__name__}: {exc}")
+            stats.groups["incomplete"] += 1
+            return
+        attempts = len(recorded)
+        want, budget = k + cfg.oversample, k + cfg.oversample + cfg.replace_failed
+        used = {e.sample_index for e in recorded}
+        resumes = deque(sorted(partial, key=lambda r: r.sample_index))
+        running: dict[asyncio.Task[EpisodeRecord | None], int] = {}
+        index = 0
+
+        def launch() -> None:
+            nonlocal index
+            while (
+                not self.stopping
+                and kept + len(running) < want
+                and attempts + len(running) < budget
+            ):
+                resume = resumes.popleft() if resumes else None
+                if resume is not None:
+                    i = resume.sample_index
+                else:
+                    while index in used:
+                        index += 1
+                    i = index
+                used.add(i)
+                sample = Sample(ref.group_id, episode_id(ref.group_id, i), i, resume)
+                running[asyncio.create_task(self._episode(sample, env, task))] = i
+
+        launch()
+        while running:
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for job in done:
+                del running[job]
+                rec = job.result()
+                if rec is None:
+                    stats.paused += 1
+                elif kept >= k and rec.status != "infra_error":
+                    stats.discarded += 1
+                else:
+                    await self._record(rec)
+                    attempts += 1
+                    kept += rec.status != "infra_error"
+            if kept >= k:
+                for job in running:
+                    job.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
+                stats.discarded += len(running)
+                running.clear()
+            else:
+                launch()
+        stats.groups["complete" if kept >= k else "incomplete"] += 1
+
+    async def _episode(self, sample: Sample, env: Environment, task: Any) -> EpisodeRecord | None:
+        assert self._slots is not None
+        async with self._slots:
+            self.live += 1
+            self.peak_live = max(self.peak_live, self.live)
+            try:
+                return await Play(self, sample, env, task).run()
+            finally:
+                self.live -= 1
+
+    async def _record(self, rec: EpisodeRecord) -> None:
+        if self.store is not None:
+            await self.store.append(rec)
+        self.stats.add(rec)
+        if self.keep_records:
+            self.records.append(rec)
+        if self.on_episode is not None:
+            self.on_episode(rec)
+
+    async def aclose(self) -> None:
+        """Release the policy's connections and the environment threads."""
+        await self.policy.aclose()
+        self._pool.shutdown(wait=False, cancel_futures=True)
