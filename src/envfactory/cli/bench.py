@@ -3,19 +3,39 @@
 from __future__ import annotations
 
 import typer
+from pydantic import BaseModel
 from rich.table import Table
 
 from envfactory.bench.world import bench_world
 from envfactory.cli.common import console, err_console, print_json
 
 
+def _bench_sandbox() -> BaseModel:
+    from envfactory.bench.sandbox import bench_sandbox
+    from envfactory.terminal.sandbox import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason:
+        err_console.print(f"[red]{reason}[/red]")
+        raise typer.Exit(2)
+    with err_console.status("benchmarking the terminal sandbox (1,000 episodes)"):
+        return bench_sandbox()
+
+
 def bench(
     env_id: str = typer.Option("retail", "--env", help="Environment to measure."),
     json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    sandbox: bool = typer.Option(
+        False, "--sandbox", help="Measure the terminal worlds' sandbox instead."
+    ),
 ) -> None:
     """Measure reset, step, evaluate, synthesis and memory per live episode (medians)."""
-    with err_console.status(f"benchmarking {env_id}"):
-        result = bench_world(env_id)
+    result: BaseModel
+    if sandbox:
+        result = _bench_sandbox()
+    else:
+        with err_console.status(f"benchmarking {env_id}"):
+            result = bench_world(env_id)
     if json:
         print_json(result)
         return

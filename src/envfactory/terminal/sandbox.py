@@ -11,6 +11,7 @@ at start-up.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import json
@@ -38,7 +39,7 @@ ROOT_ENV = "ENVFACTORY_SANDBOX_ROOT"
 # Soft and hard limits at once (bash's ulimit sets both); nothing inside can raise them.
 _ULIMIT = 'ulimit -t {cpu} -v {kb} -u {procs} -f {blocks} -n {files} -c 0 || exit 125; eval "$1"'
 _TOPS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-_ETC_FROM_HOST = ("alternatives", "ld.so.cache", "localtime")
+_ETC_FROM_HOST = ("alternatives", "ld.so.cache", "localtime")  # copied, links as links
 _ETC_FILES = {
     "passwd": f"agent:x:{SANDBOX_UID}:{SANDBOX_UID}:agent:{HOME}:/bin/sh\n",
     "group": f"agent:x:{SANDBOX_UID}:\n",
@@ -108,6 +109,28 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
+def _build_etc(etc: Path) -> None:
+    """The sandbox's /etc: its own user files, and the few host files programs need."""
+    if etc.exists():
+        _remove(str(etc))
+    etc.mkdir(mode=0o755)
+    for name, text in _ETC_FILES.items():
+        (etc / name).write_text(text)
+        os.chmod(etc / name, 0o644)
+    for name in _ETC_FROM_HOST:
+        src = Path("/etc") / name
+        if src.is_symlink():
+            os.symlink(os.readlink(src), etc / name)
+        elif src.is_dir():
+            (etc / name).mkdir(mode=0o755)
+            for entry in os.scandir(src):
+                if entry.is_symlink():
+                    os.symlink(os.readlink(entry.path), etc / name / entry.name)
+        elif src.is_file():
+            shutil.copyfile(src, etc / name)
+            os.chmod(etc / name, 0o644)
+
+
 def _remove(path: str) -> None:
     """Remove a tree even where the sandbox took away our permissions."""
 
@@ -132,6 +155,7 @@ class Runtime:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.bwrap = shutil.which("bwrap") or "bwrap"
+        self.setpriv = shutil.which("setpriv") or "setpriv"
         self.is_root = os.geteuid() == 0
         host_uid = int(os.environ.get(HOST_UID_ENV, DEFAULT_HOST_UID))
         self.uid, self.gid = (host_uid, host_uid) if self.is_root else (os.getuid(), os.getgid())
@@ -140,15 +164,10 @@ class Runtime:
         self._lock = threading.Lock()
         root.mkdir(parents=True, exist_ok=True)
         os.chmod(root, 0o711 if self.is_root else 0o700)
-        self.etc = root / "etc"
-        self.etc.mkdir(exist_ok=True)
-        os.chmod(self.etc, 0o755)
-        for name, text in _ETC_FILES.items():
-            p = self.etc / name
-            if not p.exists() or p.read_text() != text:
-                p.write_text(text)
-            os.chmod(p, 0o644)
         self.swept = self.sweep()
+        self.etc = root / f"etc-{self.tag}"  # one per process: others may be using theirs
+        _build_etc(self.etc)
+        atexit.register(_remove, str(self.etc))
         self.base_args = self._base_args()
 
     # -- working directories -----------------------------------------------------------------
@@ -164,17 +183,18 @@ class Runtime:
         return path
 
     def sweep(self) -> int:
-        """Remove working directories whose owner process is gone; how many."""
+        """Remove working directories (``ep-PID-START-N``) and /etc copies (``etc-PID-START``)
+        whose owner process is gone; how many."""
         removed = 0
         for entry in os.scandir(self.root):
-            if not entry.name.startswith("ep-"):
+            if not entry.name.startswith(("ep-", "etc-")):
                 continue
             parts = entry.name.split("-")
             try:
                 pid = int(parts[1])
             except (IndexError, ValueError):
                 continue
-            if len(parts) < 4 or _start_time(pid) != parts[2]:
+            if len(parts) < 3 or _start_time(pid) != parts[2]:
                 _remove(entry.path)
                 removed += 1
         return removed
@@ -191,11 +211,7 @@ class Runtime:
                 args += ["--symlink", os.readlink(p), str(p)]
             elif p.is_dir():
                 args += ["--ro-bind", str(p), str(p)]
-        args += ["--dir", "/etc"]
-        for name in _ETC_FILES:
-            args += ["--ro-bind", str(self.etc / name), f"/etc/{name}"]
-        for name in _ETC_FROM_HOST:
-            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        args += ["--ro-bind", str(self.etc), "/etc"]
         return [*args, "--proc", "/proc", "--dev", "/dev"]
 
     def argv(self, workdir: Path, command: str, limits: Limits, status_fd: int) -> list[str]:
@@ -208,6 +224,8 @@ class Runtime:
             "--bind",
             str(workdir),
             HOME,
+            "--remount-ro",
+            "/",
             "--chdir",
             HOME,
             "--json-status-fd",
@@ -229,20 +247,26 @@ class Runtime:
     def run(self, workdir: Path, command: str, limits: Limits) -> RunResult:
         """Run ``command`` with ``/bin/sh -c`` in a new sandbox over ``workdir``."""
         status_r, status_w = os.pipe()
-        creds: dict[str, object] = {}
+        argv = self.argv(workdir, command, limits, status_w)
         if self.is_root:
-            creds = {"user": self.uid, "group": self.gid, "extra_groups": []}
+            # setpriv drops to the sandbox uid; Python's own setuid would force a full fork.
+            argv = [
+                self.setpriv,
+                f"--reuid={self.uid}",
+                f"--regid={self.gid}",
+                "--clear-groups",
+                *argv,
+            ]
         started = time.perf_counter()
         try:
             proc = subprocess.Popen(
-                self.argv(workdir, command, limits, status_w),
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 pass_fds=(status_w,),
                 start_new_session=True,
                 env=ENV,
-                **creds,  # type: ignore[call-overload]
             )
         except OSError as exc:
             os.close(status_r)
@@ -349,6 +373,8 @@ def unavailable_reason() -> str | None:
     for tool in ("/bin/bash", "/bin/sh"):
         if not os.access(tool, os.X_OK):
             return f"{tool} is missing; terminal worlds need it"
+    if os.geteuid() == 0 and not shutil.which("setpriv"):
+        return "setpriv (util-linux) is missing; terminal worlds run as root need it"
     probe = Path(tempfile.mkdtemp(prefix="envfactory-probe-", dir=default_root().parent))
     try:
         rt = Runtime(probe)

@@ -1,0 +1,79 @@
+"""``envfactory bench --sandbox``: what the terminal worlds' sandbox costs, as medians.
+
+In one run: a plain subprocess start (``/bin/true``) beside a sandbox start (``true`` in a
+fresh bubblewrap sandbox, limits and all), then 1,000 sandboxed episodes started and torn
+down: working directory made and filled with the task's files, one command run in the
+sandbox, directory removed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from statistics import median
+
+from pydantic import BaseModel
+
+from envfactory.episode.types import ToolCall
+from envfactory.registry import make
+from envfactory.tasks.types import SPLITS
+from envfactory.terminal.environment import TerminalEnvironment
+from envfactory.terminal.sandbox import Sandbox
+
+
+class SandboxBench(BaseModel):
+    env: str
+    sandbox_start_ms_p50: float
+    subprocess_start_ms_p50: float
+    episodes: int
+    episodes_1000_s: float
+    episode_ms_p50: float
+    starts_measured: int
+
+
+def _ms(samples: list[float]) -> float:
+    return round(median(samples) * 1000, 2)
+
+
+def bench_sandbox(
+    env_id: str = "term-organize-files", starts: int = 200, episodes: int = 1000
+) -> SandboxBench:
+    env = make(env_id)
+    if not isinstance(env, TerminalEnvironment):
+        raise ValueError(f"{env_id} is a {env.kind} world; this benchmark measures terminal ones")
+    clock = time.perf_counter
+    plain: list[float] = []
+    boxed: list[float] = []
+    with Sandbox(env.limits) as box:
+        box.run("true")
+        for _ in range(starts):
+            t0 = clock()
+            subprocess.run(["/bin/true"], check=True)
+            plain.append(clock() - t0)
+            t0 = clock()
+            box.run("true")
+            boxed.append(clock() - t0)
+    tasks = [
+        env.task(SPLITS[i % 3], env.difficulties[i % len(env.difficulties)], i // 15)
+        for i in range(50)
+    ]
+    ep = env.episode()
+    per: list[float] = []
+    look = ToolCall(tool="run_command", arguments={"command": "ls"})
+    started = clock()
+    for i in range(episodes):
+        t0 = clock()
+        ep.reset(tasks[i % len(tasks)])
+        ep.step(look)
+        ep.close()
+        per.append(clock() - t0)
+    total = clock() - started
+    return SandboxBench(
+        env=env_id,
+        sandbox_start_ms_p50=_ms(boxed),
+        subprocess_start_ms_p50=_ms(plain),
+        episodes=episodes,
+        episodes_1000_s=round(total * 1000 / episodes, 2),
+        episode_ms_p50=_ms(per),
+        starts_measured=starts,
+    )
