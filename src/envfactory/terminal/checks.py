@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envfactory.terminal.fs import Entry, Tree, files_under, sha
+from envfactory.terminal.fs import Tree, files_under, sha
 from envfactory.terminal.sandbox import RunResult
 from envfactory.verify.verdict import RubricItem
 
@@ -42,9 +42,24 @@ class CompletionTest(BaseModel):
     gate: bool = False
 
 
-def _file(tree: Tree, path: str) -> Entry | None:
+def _data(tree: Tree, path: str) -> bytes | None:
+    """The bytes of a regular file of the tree (None when absent, not a file, or too big)."""
     e = tree.get(path)
-    return e if e is not None and e.kind == "file" else None
+    return e.data if e is not None and e.kind == "file" else None
+
+
+def _lookup(doc: Any, dotted: str) -> Any:
+    for k in dotted.split("."):
+        doc = doc.get(k) if isinstance(doc, dict) else None
+    return doc
+
+
+def exec_json(
+    name: str, command: str, files: dict[str, str], key: str, value: Any, gate: bool = False
+) -> CompletionTest:
+    """A test on one key of the ``RESULT {json}`` line a check command prints."""
+    args = {"command": command, "files": files, "expect": "json", "key": key, "value": value}
+    return CompletionTest(name=name, kind="exec", args=args, gate=gate)
 
 
 def _same(a: Any, b: Any, tol: float = 1e-6) -> bool:
@@ -61,10 +76,10 @@ def _same(a: Any, b: Any, tol: float = 1e-6) -> bool:
 
 def _files(tree: Tree, args: dict[str, Any]) -> Outcome:
     for path, want in args["files"].items():
-        e = _file(tree, path)
-        if e is None or e.data is None:
+        data = _data(tree, path)
+        if data is None:
             return False, f"{path} is missing"
-        got = e.data.decode("utf-8", "replace")
+        got = data.decode("utf-8", "replace")
         if got.rstrip("\n") != want.rstrip("\n"):
             return False, f"{path} does not hold what it should"
     return True, f"{len(args['files'])} file(s) as required"
@@ -100,10 +115,10 @@ def _modes(tree: Tree, args: dict[str, Any]) -> Outcome:
 
 
 def _load_json(tree: Tree, path: str) -> Any:
-    e = _file(tree, path)
-    if e is None or e.data is None:
+    data = _data(tree, path)
+    if data is None:
         raise ValueError(f"{path} is missing")
-    return json.loads(e.data)
+    return json.loads(data)
 
 
 def _json(tree: Tree, args: dict[str, Any]) -> Outcome:
@@ -130,10 +145,10 @@ def _cell(v: str) -> Any:
 def _csv(tree: Tree, args: dict[str, Any]) -> Outcome:
     import csv
 
-    e = _file(tree, args["path"])
-    if e is None or e.data is None:
+    data = _data(tree, args["path"])
+    if data is None:
         return False, f"{args['path']} is missing"
-    rows = [r for r in csv.reader(io.StringIO(e.data.decode("utf-8", "replace"))) if r]
+    rows = [r for r in csv.reader(io.StringIO(data.decode("utf-8", "replace"))) if r]
     if not rows or [c.strip() for c in rows[0]] != args["header"]:
         return False, f"{args['path']} does not have the header {','.join(args['header'])}"
     got = [[_cell(c) for c in r] for r in rows[1:]]
@@ -163,11 +178,11 @@ def _members(data: bytes, fmt: str, limit: int = 1 << 22) -> dict[str, str]:
 
 
 def _archive(tree: Tree, args: dict[str, Any]) -> Outcome:
-    e = _file(tree, args["path"])
-    if e is None or e.data is None:
+    data = _data(tree, args["path"])
+    if data is None:
         return False, f"{args['path']} is missing"
     try:
-        got = _members(e.data, args["format"])
+        got = _members(data, args["format"])
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
         return False, f"{args['path']} is not a valid {args['format']} archive ({exc})"[:200]
     want: dict[str, str] = args["files"]
@@ -196,24 +211,19 @@ def parse_config(data: bytes, fmt: str) -> dict[str, Any]:
 
 
 def _config(tree: Tree, args: dict[str, Any]) -> Outcome:
-    e = _file(tree, args["path"])
-    if e is None or e.data is None:
+    data = _data(tree, args["path"])
+    if data is None:
         return False, f"{args['path']} is missing"
     try:
-        doc = parse_config(e.data, args["format"])
+        doc = parse_config(data, args["format"])
     except (ValueError, configparser.Error, tomllib.TOMLDecodeError) as exc:
         return False, f"{args['path']} does not parse: {str(exc)[:100]}"
     for dotted, want in args.get("values", {}).items():
-        node: Any = doc
-        for k in dotted.split("."):
-            node = node.get(k) if isinstance(node, dict) else None
+        node = _lookup(doc, dotted)
         if node is None or not _same(node, want):
             return False, f"{dotted} is not as required"
     for dotted in args.get("absent", []):
-        node = doc
-        for k in dotted.split("."):
-            node = node.get(k) if isinstance(node, dict) else None
-        if node is not None:
+        if _lookup(doc, dotted) is not None:
             return False, f"{dotted} is still set"
     return True, "settings as required"
 

@@ -113,7 +113,3 @@ WORDS = [
     "vista",
     "wren",
 ]
-
-
-def pick(rng: random.Random, pool: tuple[str, ...] | list[str], k: int) -> list[str]:
-    return rng.sample(list(pool), k)

@@ -39,9 +39,6 @@ class Entry:
     target: str = ""
     size: int = 0
 
-    def text(self) -> str | None:
-        return None if self.data is None else self.data.decode("utf-8", "replace")
-
 
 Tree = dict[str, Entry]
 

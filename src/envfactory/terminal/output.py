@@ -1,14 +1,6 @@
-"""Command output: only the head and the tail are kept while reading (middle-out)."""
+"""Command output: only the head and the tail are kept while reading (cut middle-out)."""
 
 from __future__ import annotations
-
-
-def middle_out(text: str, limit: int) -> str:
-    """``text`` cut in the middle to about ``limit`` characters, saying how much went."""
-    if len(text) <= limit:
-        return text
-    half = max(limit // 2, 1)
-    return f"{text[:half]}\n[... {len(text) - 2 * half} characters omitted ...]\n{text[-half:]}"
 
 
 class Capture:

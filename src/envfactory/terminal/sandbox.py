@@ -421,10 +421,6 @@ class Sandbox:
                     total += st.st_blocks * 512
         return total
 
-    @property
-    def closed(self) -> bool:
-        return not self._finalizer.alive
-
     def close(self) -> None:
         self._finalizer()
 

@@ -36,7 +36,6 @@ TOOLS: dict[str, tuple[str, dict[str, ParamSpec]]] = {
         },
     ),
 }
-WRITE_TOOLS = frozenset({"run_command", "write_file"})
 
 
 def schemas(fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import json
 import random
 
 from envfactory.tasks.types import PlanStep
-from envfactory.terminal.checks import CompletionTest
+from envfactory.terminal.checks import exec_json
 from envfactory.terminal.family import WORDS, Draft, Family, q, run, write
 from envfactory.terminal.gitobj import Repo
 
@@ -146,18 +146,7 @@ class GitOperation(Family):
         inject = {Q_PATH: QUERY, A_PATH: args}
         command = f"python3 {Q_PATH} {A_PATH}"
         tests = [
-            CompletionTest(
-                name=f"git {key}",
-                kind="exec",
-                args={
-                    "command": command,
-                    "files": inject,
-                    "expect": "json",
-                    "key": key,
-                    "value": want,
-                },
-                gate=key in kept,
-            )
+            exec_json(f"git {key}", command, inject, key, want, gate=key in kept)
             for key, (_, want) in checks.items()
         ]
         return Draft(

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from envfactory.terminal.checks import CompletionTest
+from envfactory.terminal.checks import exec_json
 from envfactory.terminal.family import WORDS, Draft, Family, write
 from envfactory.terminal.fs import FileSpec, file
 
@@ -254,21 +254,7 @@ class PythonFix(Family):
             for i, t in enumerate(templates)
         ]
         checks.append(("unit tests pass", "unit_tests", True, True))
-        tests = [
-            CompletionTest(
-                name=name,
-                kind="exec",
-                args={
-                    "command": command,
-                    "files": inject,
-                    "expect": "json",
-                    "key": key,
-                    "value": value,
-                },
-                gate=gate,
-            )
-            for name, key, value, gate in checks
-        ]
+        tests = [exec_json(n, command, inject, key, v, gate) for n, key, v, gate in checks]
         return Draft(
             instruction=instruction,
             files=files,
