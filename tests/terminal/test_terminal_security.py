@@ -194,3 +194,18 @@ def test_teardown_and_orphan_sweep(tmp_path: Path) -> None:
     assert Runtime(root).swept >= 1
     assert not orphan.exists()
     assert rt.root == root
+
+
+def test_materialize_never_writes_through_a_link(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "root"
+    root.mkdir()
+    tree = {
+        "a": fs.Entry("link", target=str(outside)),
+        "a/planted.txt": fs.Entry("file", data=b"x", size=1),
+        "b/ok.txt": fs.Entry("file", data=b"y", size=1),
+    }
+    fs.materialize(tree, root)
+    assert list(outside.iterdir()) == []
+    assert (root / "b/ok.txt").read_bytes() == b"y" and (root / "a").is_symlink()

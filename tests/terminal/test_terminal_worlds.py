@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -173,3 +174,17 @@ def test_envs_json_kinds() -> None:
     out = CliRunner().invoke(app, ["envs", "--json"])
     kinds = {i["id"]: i["kind"] for i in json.loads(out.stdout)}
     assert kinds["retail"] == "db" and all(kinds[e] == "terminal" for e in TERMINAL)
+
+
+def test_check_files_are_not_written_through_planted_links(tmp_path: Path) -> None:
+    env = envfactory.make("term-python-fix")
+    task = env.task("train", 1, 0)
+    ep = env.episode()
+    ep.reset(task)
+    ep.step(ToolCall(tool="run_command", arguments={"command": f"ln -s {tmp_path} .check"}))
+    ep.step(
+        ToolCall(tool="run_command", arguments={"command": f"rm -rf tests; ln -s {tmp_path} tests"})
+    )
+    verdict = ep.evaluate()
+    assert verdict.reward == 0.0 and list(tmp_path.iterdir()) == []
+    ep.close()

@@ -140,10 +140,16 @@ def _read_at(dirfd: int, name: str, limit: int) -> bytes | None:
 
 
 def materialize(tree: Tree, root: Path, owner: tuple[int, int] | None = None) -> None:
-    """Write ``tree`` under ``root`` (which exists); files belong to ``owner`` when given."""
+    """Write ``tree`` under ``root`` (which exists); files belong to ``owner`` when given.
+
+    Nothing is written through a link: entries below a path that is a link are skipped."""
     dirs = []
+    links = {p for p, e in tree.items() if e.kind == "link"}
     for path in sorted(tree):
         e = tree[path]
+        parts = path.split("/")
+        if any("/".join(parts[:i]) in links for i in range(1, len(parts))):
+            continue
         target = root / path
         if e.kind == "dir":
             target.mkdir(exist_ok=True)
