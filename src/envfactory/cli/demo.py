@@ -1,16 +1,22 @@
-"""``envfactory demo``: the main job. Scripted policies over a sample of every environment."""
+"""``envfactory demo``: the main job. Scripted policies over a sample of every environment,
+run through the rollout engine (the same engine that runs a model)."""
 
 from __future__ import annotations
+
+from collections import defaultdict
+from statistics import fmean
 
 import typer
 from rich.progress import Progress
 from rich.table import Table
 
 from envfactory.cli.common import console, err_console, print_json
-from envfactory.episode.runner import run_episode
-from envfactory.policies.scripted import scripted
+from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.quality.check import sample_cells
 from envfactory.registry import list_envs, make
+from envfactory.rollout.engine import RolloutEngine
+from envfactory.rollout.types import EngineConfig, TaskRef
+from envfactory.trajectory.record import EpisodeRecord
 
 POLICIES = ("oracle", "noisy-oracle", "random", "noop")
 
@@ -20,24 +26,44 @@ def demo(
     json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Run the scripted policies over a sample of every environment and summarise."""
-    rows = []
     env_ids = list_envs()
+    refs = [
+        TaskRef(env_id, split, difficulty, index)
+        for env_id in env_ids
+        for split, difficulty, index in sample_cells(make(env_id), n)
+    ]
+    rewards: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    unscored: dict[str, int] = defaultdict(int)
+    errors: list[str] = []
     with Progress(console=err_console, transient=True) as bar:
-        job = bar.add_task("episodes", total=len(env_ids) * n * len(POLICIES))
-        for env_id in env_ids:
-            env = make(env_id)
-            episode = env.episode()
-            means = {}
-            for name in POLICIES:
-                total = 0.0
-                for split, difficulty, index in sample_cells(env, n):
-                    verdict = run_episode(
-                        env, env.task(split, difficulty, index), scripted(name), episode
-                    )
-                    total += verdict.reward or 0.0
-                    bar.advance(job)
-                means[name] = round(total / n, 3)
-            rows.append({"env": env_id, "tasks": n, **means})
+        job = bar.add_task("episodes", total=len(refs) * len(POLICIES))
+        for name in POLICIES:
+
+            def done(rec: EpisodeRecord, name: str = name) -> None:
+                bar.advance(job)
+                if rec.scored and rec.reward is not None:
+                    rewards[rec.env_id][name].append(rec.reward)
+                else:
+                    unscored[f"{rec.env_id} {rec.status}"] += 1
+
+            engine = RolloutEngine(
+                ScriptedPolicy(name),
+                config=EngineConfig(concurrency=64),
+                on_episode=done,
+                keep_records=False,
+            )
+            errors += engine.run_sync(refs).errors
+    rows = [
+        {
+            "env": env_id,
+            "tasks": n,
+            **{
+                p: round(fmean(rewards[env_id][p]), 3) if rewards[env_id][p] else None
+                for p in POLICIES
+            },
+        }
+        for env_id in env_ids
+    ]
     if json:
         print_json(rows)
         return
@@ -46,5 +72,9 @@ def demo(
     for name in POLICIES:
         table.add_column(name, justify="right")
     for r in rows:
-        table.add_row(str(r["env"]), *(f"{r[p]:.3f}" for p in POLICIES))
+        table.add_row(str(r["env"]), *("-" if r[p] is None else f"{r[p]:.3f}" for p in POLICIES))
     console.print(table)
+    for what, count in sorted(unscored.items()):
+        console.print(f"[yellow]{count} episodes not scored: {what}[/yellow]")
+    for error in sorted(set(errors))[:10]:
+        console.print(f"[red]{error}[/red]")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from envfactory.cli import bench, check, demo, envs, play, tasks
+from envfactory.cli import bench, check, demo, envs, play, rollout, tasks
 
 app = typer.Typer(
     name="envfactory",
@@ -19,6 +19,7 @@ app.command("play")(play.play)
 app.command("check")(check.check)
 app.command("bench")(bench.bench)
 app.command("demo")(demo.demo)
+app.command("rollout")(rollout.rollout)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,255 @@
+"""``envfactory rollout``: groups of episodes of a policy, into a resumable trajectory store."""
+
+from __future__ import annotations
+
+import asyncio
+import json as jsonlib
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from envfactory.cli.common import console, err_console, print_json
+from envfactory.errors import EnvFactoryError
+from envfactory.harness.config import ContextConfig, HarnessConfig
+from envfactory.policies.base import RolloutPolicy
+from envfactory.policies.openai import OpenAIPolicy
+from envfactory.policies.scripted import SCRIPTED
+from envfactory.policies.wrap import ScriptedPolicy
+from envfactory.registry import list_envs, make
+from envfactory.rollout.plan import plan_tasks
+from envfactory.rollout.retry import RetryConfig
+from envfactory.rollout.run import run_in
+from envfactory.rollout.summary import RunSummary
+from envfactory.rollout.types import EngineConfig
+from envfactory.tasks.types import SPLITS, Split
+from envfactory.trajectory.record import EpisodeRecord
+
+
+def _fail(message: str) -> typer.Exit:
+    err_console.print(f"[red]{message}[/red]")
+    return typer.Exit(2)
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _context(value: str) -> ContextConfig:
+    """``all``, ``recent:N`` or ``summary:N``."""
+    strategy, _, window = value.partition(":")
+    if strategy not in ("all", "recent", "summary"):
+        raise _fail(f"--context: {value!r} is not all, recent:N or summary:N")
+    return ContextConfig(strategy=strategy, window=int(window or 8))
+
+
+def _policy(
+    name: str,
+    base_url: str,
+    model: str,
+    api_key_env: str,
+    sampling: dict[str, Any],
+    token_ids: bool,
+    call_timeout: float,
+) -> RolloutPolicy:
+    if name in SCRIPTED:
+        return ScriptedPolicy(name)
+    if name == "openai":
+        return OpenAIPolicy(
+            base_url,
+            model,
+            api_key_env=api_key_env,
+            sampling=sampling,
+            token_ids=token_ids,
+            logprobs=token_ids,
+            timeout_s=call_timeout,
+        )
+    raise _fail(f"--policy: {name!r} is not openai or one of {', '.join(SCRIPTED)}")
+
+
+def rollout(
+    envs: str = typer.Option("", "--envs", help="Comma-separated environment ids (default: all)."),
+    splits: str = typer.Option("train", "--splits", help="Comma-separated splits."),
+    difficulties: str = typer.Option("", "--difficulties", help="Comma-separated levels."),
+    n_tasks: int = typer.Option(10, "--n-tasks", min=1, help="Tasks per environment."),
+    group_size: int = typer.Option(1, "--group-size", min=1, help="Episodes kept per task."),
+    oversample: int = typer.Option(0, "--oversample", min=0, help="Extra episodes per group."),
+    concurrency: int = typer.Option(64, "--concurrency", min=1, help="Live episodes at once."),
+    policy: str = typer.Option("oracle", "--policy", help="openai, or a scripted policy."),
+    base_url: str = typer.Option("http://127.0.0.1:8000/v1", "--base-url"),
+    model: str = typer.Option("default", "--model", help="Model name for --policy openai."),
+    api_key_env: str = typer.Option(
+        "OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."
+    ),
+    tool_format: str = typer.Option("native", "--tool-format", help="native or text."),
+    temperature: float | None = typer.Option(None, "--temperature"),
+    max_tokens: int | None = typer.Option(None, "--max-tokens"),
+    sampling: str = typer.Option("{}", "--sampling", help="More sampling arguments, as JSON."),
+    token_ids: bool = typer.Option(
+        True, "--token-ids/--no-token-ids", help="Ask for token ids and logprobs (vLLM)."
+    ),
+    max_turns: int = typer.Option(30, "--max-turns", min=1),
+    context: str = typer.Option("all", "--context", help="all, recent:N or summary:N."),
+    call_timeout: float = typer.Option(120.0, "--call-timeout", help="Seconds per model call."),
+    episode_timeout: float = typer.Option(1800.0, "--episode-timeout"),
+    retries: int = typer.Option(4, "--retries", min=1, help="Attempts per model call."),
+    checkpoint_every: int | None = typer.Option(
+        None,
+        "--checkpoint-every",
+        help="Checkpoint live episodes every N calls (default: 1 for openai, 0 for scripted).",
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Output folder."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out."),
+    parquet: bool = typer.Option(False, "--parquet", help="Also write episodes.parquet."),
+    json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Run groups of episodes through the async engine and record every trajectory."""
+    env_ids = _csv(envs) or list_envs()
+    known = set(list_envs())
+    if unknown := [e for e in env_ids if e not in known]:
+        raise _fail(f"no environment {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    split_list = _csv(splits)
+    if bad := [s for s in split_list if s not in SPLITS]:
+        raise _fail(f"--splits: {', '.join(bad)} is not one of {', '.join(SPLITS)}")
+    try:
+        levels = [int(d) for d in _csv(difficulties)] or None
+        extra = jsonlib.loads(sampling)
+    except ValueError as exc:
+        raise _fail(f"--difficulties / --sampling: {exc}") from None
+    if tool_format not in ("native", "text"):
+        raise _fail("--tool-format is native or text")
+    args = {"temperature": temperature, "max_tokens": max_tokens}
+    sampling_args = {**{k: v for k, v in args.items() if v is not None}, **extra}
+    chosen = _policy(policy, base_url, model, api_key_env, sampling_args, token_ids, call_timeout)
+    refs = plan_tasks(env_ids, n_tasks, cast(list[Split], split_list), levels)
+    harness = HarnessConfig(
+        tool_format=tool_format,
+        max_turns=max_turns,
+        context=_context(context),
+    )
+    config = EngineConfig(
+        group_size=group_size,
+        oversample=oversample,
+        concurrency=concurrency,
+        call_timeout_s=call_timeout,
+        episode_timeout_s=episode_timeout,
+        retry=RetryConfig(attempts=retries),
+        checkpoint_every=checkpoint_every
+        if checkpoint_every is not None
+        else int(isinstance(chosen, OpenAIPolicy)),
+    )
+    folder = out or Path("runs") / f"rollout-{time.strftime('%Y%m%d-%H%M%S')}"
+    for env_id in env_ids:
+        make(env_id)  # build the worlds before the clock starts
+    summary = _run(folder, refs, chosen, harness, config, resume, parquet)
+    if json:
+        print_json(summary)
+    else:
+        show(summary)
+
+
+def _run(
+    folder: Path,
+    refs: list[Any],
+    policy: RolloutPolicy,
+    harness: HarnessConfig,
+    config: EngineConfig,
+    resume: bool,
+    parquet: bool,
+) -> RunSummary:
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        job = bar.add_task("episodes", total=len(refs) * config.group_size)
+        faults = 0
+
+        def done(rec: EpisodeRecord) -> None:
+            nonlocal faults
+            if rec.status == "infra_error":
+                faults += 1
+                bar.update(job, description=f"episodes ([red]{faults} infra errors[/red])")
+            else:
+                bar.advance(job)
+
+        def stopping() -> None:
+            bar.update(job, description="stopping: checkpointing live episodes (Ctrl-C aborts)")
+
+        try:
+            return asyncio.run(
+                run_in(
+                    folder,
+                    refs,
+                    policy,
+                    harness=harness,
+                    config=config,
+                    resume=resume,
+                    parquet=parquet,
+                    on_episode=done,
+                    on_stop=stopping,
+                )
+            )
+        except EnvFactoryError as exc:
+            raise _fail(str(exc)) from None
+
+
+def _num(v: float | None, fmt: str = "{:.3f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def show(summary: RunSummary) -> None:
+    """The summary as tables: reward by environment and difficulty, statuses, costs."""
+    table = Table(title="reward by environment and difficulty (faults are not scored)")
+    for col in ("env", "difficulty", "episodes", "scored", "reward", "success"):
+        table.add_column(col, justify="left" if col == "env" else "right")
+    for c in summary.by_env_difficulty:
+        table.add_row(
+            c.env,
+            str(c.difficulty),
+            str(c.episodes),
+            str(c.scored),
+            _num(c.reward_mean),
+            _num(c.success_rate),
+        )
+    table.add_row(
+        "all",
+        "",
+        str(summary.episodes),
+        "",
+        _num(summary.reward_mean),
+        _num(summary.success_rate),
+        style="bold",
+    )
+    console.print(table)
+    lat = summary.latency_s
+    facts = Table(show_header=False, box=None)
+    facts.add_row("statuses", ", ".join(f"{k} {v}" for k, v in summary.status_counts.items()))
+    facts.add_row("groups", ", ".join(f"{k} {v}" for k, v in summary.groups.items()))
+    facts.add_row(
+        "tokens",
+        f"prompt {summary.tokens['prompt']:,}, completion {summary.tokens['completion']:,}",
+    )
+    facts.add_row(
+        "call latency",
+        f"p50 {_num(lat['call_p50'])} s, p90 {_num(lat['call_p90'])} "
+        f"s, p99 {_num(lat['call_p99'])} s",
+    )
+    facts.add_row(
+        "episode time", f"p50 {_num(lat['episode_p50'])} s, p99 {_num(lat['episode_p99'])} s"
+    )
+    facts.add_row(
+        "throughput",
+        f"{summary.steps_per_s:,.0f} env steps/s, retries "
+        f"{summary.retries}, loop lag p99 {_num(summary.loop_lag_ms_p99, '{:.1f}')} ms",
+    )
+    for error in summary.errors[:5]:
+        facts.add_row("[red]error[/red]", error)
+    console.print(facts)
+    for path in summary.files:
+        console.print(f" file          {path}", soft_wrap=True, highlight=False)
