@@ -188,3 +188,12 @@ def test_check_files_are_not_written_through_planted_links(tmp_path: Path) -> No
     verdict = ep.evaluate()
     assert verdict.reward == 0.0 and list(tmp_path.iterdir()) == []
     ep.close()
+
+
+def test_sandbox_benchmark_reports_its_contract_keys() -> None:
+    from envfactory.bench.sandbox import bench_sandbox
+
+    result = bench_sandbox(starts=5, episodes=10).model_dump()
+    for key in ("sandbox_start_ms_p50", "subprocess_start_ms_p50", "episodes_1000_s"):
+        assert result[key] > 0
+    assert result["sandbox_start_ms_p50"] > result["subprocess_start_ms_p50"]
