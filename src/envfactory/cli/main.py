@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from envfactory.cli import bench, check, demo, envs, play, rollout, tasks
+from envfactory.cli import bench, check, demo, envs, play, rollout, serve, tasks
 
 app = typer.Typer(
     name="envfactory",
@@ -20,6 +20,8 @@ app.command("check")(check.check)
 app.command("bench")(bench.bench)
 app.command("demo")(demo.demo)
 app.command("rollout")(rollout.rollout)
+app.command("serve")(serve.serve)
+app.command("bench-serve")(serve.bench_serve)
 
 
 if __name__ == "__main__":

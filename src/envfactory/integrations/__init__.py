@@ -1,0 +1,1 @@
+"""Adapters to other ecosystems (Gymnasium, ...); each needs its own optional dependency."""

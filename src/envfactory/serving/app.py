@@ -1,0 +1,81 @@
+"""The application: one engine behind every protocol, in one ASGI app."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.routing import Route
+
+from envfactory.env import Environment
+from envfactory.serving.auth import TokenGuard
+from envfactory.serving.config import ServeConfig
+from envfactory.serving.engine import Engine
+from envfactory.serving.errors import ServingError
+from envfactory.serving.mcp import McpEpisodes
+from envfactory.serving.models import ErrorOut, StatusOut
+from envfactory.serving.openenv import openenv_router
+from envfactory.serving.ors import BarePaths, ors_router
+from envfactory.serving.routes import envfactory_router
+
+DESCRIPTION = """\
+envfactory worlds over every protocol from one engine:
+Open Reward Standard routes (HTTP + server-sent events), OpenEnv's WebSocket channel
+(`/openenv/{env_id}/ws`), MCP over streamable HTTP (`/mcp/{env_id}`), and envfactory's own
+JSON routes under `/envfactory`. With a token set, every route but `/health` requires
+`Authorization: Bearer <token>` (or `X-API-Key`).
+"""
+
+
+def create_app(
+    config: ServeConfig | None = None, envs: Mapping[str, Environment] | None = None
+) -> FastAPI:
+    """A server hosting ``config.envs`` (or ``envs``, already built)."""
+    config = config or ServeConfig()
+    engine = Engine(config, envs)
+    episodes = McpEpisodes(engine)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        reaper = asyncio.create_task(engine.reap_forever())
+        try:
+            async with episodes.run():
+                yield
+        finally:
+            reaper.cancel()
+            engine.store.close_all()
+
+    app = FastAPI(
+        title="envfactory",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+    )
+    app.state.engine = engine
+
+    @app.exception_handler(ServingError)
+    async def serving_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ServingError)
+        headers = {"Retry-After": "1"} if exc.status == 503 else None
+        return JSONResponse(
+            {"detail": exc.message, "error": exc.code}, status_code=exc.status, headers=headers
+        )
+
+    @app.get("/health", response_model=StatusOut, tags=["health"])
+    async def health() -> StatusOut:
+        return StatusOut(status="ok")
+
+    app.include_router(envfactory_router(engine))
+    app.include_router(openenv_router(engine))
+    app.include_router(ors_router(engine))
+    app.router.routes.append(
+        Route("/mcp/{env_id}", endpoint=episodes, methods=["GET", "POST", "DELETE"])
+    )
+    app.add_middleware(BarePaths, default_env=engine.default_env)
+    if config.token:
+        app.add_middleware(TokenGuard, token=config.token)
+    return app

@@ -1,0 +1,245 @@
+"""``envfactory bench-serve``: a server under load on loopback, and OpenEnv's under the same load.
+
+1. **Live sessions**: open ``sessions`` episodes of the world through the Open Reward Standard
+   routes (``/create_session`` + ``/create``) and hold them; report the server's memory.
+2. **Latency**: ``concurrent`` more sessions on the OpenEnv WebSocket channel each make a tool
+   call of the world, pause (uniform, mean ``think_ms``, as an agent waiting on its model
+   would), and call again, for ``seconds``; report p50 and p99 of the round trip.
+3. **Throughput**: the same connections call back to back (closed loop) for ``seconds``.
+
+Phases 2 and 3 then run on the same server with a trivial ``echo`` world (``bench_echo``), and
+with identical traffic against OpenEnv's own server hosting the same echo (``bench_peer``):
+``ratio`` compares the two echo throughputs, serving stack against serving stack. Servers run
+as subprocesses; the load comes from this process through a lean WebSocket client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib.util import find_spec
+from typing import Any
+
+import httpx
+from rich.progress import Progress
+
+from envfactory.registry import make
+from envfactory.serving import wsload
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    env_id: str = "retail"
+    sessions: int = 2000
+    concurrent: int = 1000
+    seconds: float = 8.0
+    think_ms: float = 1000.0
+    peer: bool = True
+    warmup: float = 1.0
+
+
+@dataclass
+class Load:
+    """What one load phase saw."""
+
+    latencies: list[float] = field(default_factory=list)
+    calls: int = 0
+    errors: int = 0
+    elapsed: float = 0.0
+
+    def percentile(self, q: float) -> float:
+        if not self.latencies:
+            return float("nan")
+        ordered = sorted(self.latencies)
+        return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def _server(args: list[str], port: int) -> Iterator[int]:
+    """Start a server subprocess, wait for ``/health``, yield its pid, stop it."""
+    proc = subprocess.Popen(
+        [sys.executable, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+                raise RuntimeError(f"server {args} exited: {err}")
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"server {args} did not start")
+            time.sleep(0.1)
+        yield proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
+ECHO_CALL = {"type": "tool_call", "tool": "echo", "arguments": {"text": "hello"}}
+
+
+def _tool_call(env_id: str) -> dict[str, Any]:
+    """A valid tool call of the world (the first step of a gold plan), sent again and again."""
+    step = make(env_id).task("train", 1, 0).hidden.gold_plan[0]
+    return {"type": "tool_call", "tool": step.tool, "arguments": dict(step.arguments)}
+
+
+async def _open_sessions(url: str, env_id: str, n: int) -> int:
+    """Open ``n`` episodes through the standard's routes; returns how many succeeded."""
+    limits = httpx.Limits(max_connections=64)
+    ok = 0
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as http:
+        gate = asyncio.Semaphore(64)
+
+        async def one(i: int) -> None:
+            nonlocal ok
+            async with gate:
+                sid = (await http.post("/create_session")).json()["sid"]
+                body = {"env_name": env_id, "split": "train", "index": i % 1000}
+                r = await http.post("/create", json=body, headers={"X-Session-ID": sid})
+                ok += r.status_code == 200
+
+        await asyncio.gather(*(one(i) for i in range(n)))
+    return ok
+
+
+async def _connect(url: str, n: int) -> list[wsload.Conn]:
+    gate = asyncio.Semaphore(100)
+
+    async def one(i: int) -> wsload.Conn:
+        async with gate:
+            conn = await wsload.connect(url)
+            reply = await conn.request(json.dumps({"type": "reset", "data": {"seed": i}}))
+            if not _is_observation(reply):
+                raise RuntimeError(f"reset failed: {reply[:300]!r}")
+            return conn
+
+    return list(await asyncio.gather(*(one(i) for i in range(n))))
+
+
+def _is_observation(reply: bytes) -> bool:
+    return reply[:40].replace(b" ", b"").startswith(b'{"type":"observation"')
+
+
+def _cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _load(tally: wsload.Tally, span: float) -> Load:
+    return Load(
+        latencies=tally.latencies, calls=len(tally.latencies), errors=tally.errors, elapsed=span
+    )
+
+
+async def _phases(
+    url: str, action: dict[str, Any], s: BenchSettings, pid: int
+) -> tuple[Load, Load, float]:
+    """Latency phase, throughput phase, and the server's CPU microseconds per call in the
+    throughput phase (to show the client is not what limits it)."""
+    conns = await _connect(url, s.concurrent)
+    message = json.dumps({"type": "step", "data": action})
+    try:
+        tally, span = await wsload.drive(
+            conns, message, _is_observation, s.warmup, s.seconds, s.think_ms / 1000
+        )
+        latency = _load(tally, span)
+        cpu0 = _cpu_s(pid)
+        tally, span = await wsload.drive(conns, message, _is_observation, s.warmup, s.seconds, 0)
+        cpu = _cpu_s(pid) - cpu0
+        throughput = _load(tally, span)
+    finally:
+        for conn in conns:
+            conn.close()
+    per_call = cpu / max(throughput.calls, 1) * s.seconds / (s.seconds + s.warmup)
+    return latency, throughput, round(1e6 * per_call, 1)
+
+
+def _raise_fd_limit() -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _summary(prefix: str, phases: tuple[Load, Load, float]) -> dict[str, Any]:
+    latency, throughput, cpu_us = phases
+    return {
+        f"{prefix}calls_per_s": round(throughput.calls / max(throughput.elapsed, 1e-9), 1),
+        f"{prefix}p50_ms": latency.percentile(0.50),
+        f"{prefix}p99_ms": latency.percentile(0.99),
+        f"{prefix}latency_calls": latency.calls,
+        f"{prefix}saturated_p50_ms": throughput.percentile(0.50),
+        f"{prefix}server_cpu_us_per_call": cpu_us,
+        f"{prefix}errors": latency.errors + throughput.errors,
+    }
+
+
+def run_bench(s: BenchSettings) -> dict[str, Any]:
+    """Run every phase and return the JSON record."""
+    _raise_fd_limit()
+    with contextlib.suppress(ImportError):
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    out: dict[str, Any] = {"env": s.env_id, "concurrent": s.concurrent, "think_ms": s.think_ms}
+    port = _free_port()
+    capacity = str(s.sessions + s.concurrent + 64)
+    ours = ["-m", "envfactory.serving.bench_echo", "--port", str(port), "--envs", s.env_id]
+    peer_on = s.peer and find_spec("openenv") is not None
+    with Progress(transient=True) as progress:
+        bar = progress.add_task("bench-serve", total=3 + peer_on)
+        with _server([*ours, "--max-sessions", capacity], port) as pid:
+            url = f"http://127.0.0.1:{port}"
+            rss0 = _rss_mb(pid)
+            opened = asyncio.run(_open_sessions(url, s.env_id, s.sessions))
+            live = httpx.get(f"{url}/envfactory/stats").json()["sessions"]
+            rss1 = _rss_mb(pid)
+            out |= {"sessions": live, "sessions_opened": opened, "server_rss_mb": rss1}
+            out["kb_per_session"] = round(1024 * (rss1 - rss0) / max(live, 1), 1)
+            progress.advance(bar)
+            world = f"ws://127.0.0.1:{port}/openenv/{s.env_id}/ws"
+            out |= _summary("", asyncio.run(_phases(world, _tool_call(s.env_id), s, pid)))
+            progress.advance(bar)
+            echo = f"ws://127.0.0.1:{port}/openenv/echo/ws"
+            out |= _summary("echo_", asyncio.run(_phases(echo, ECHO_CALL, s, pid)))
+            progress.advance(bar)
+        if peer_on:
+            port = _free_port()
+            peer = ["-m", "envfactory.serving.bench_peer", "--port", str(port)]
+            with _server([*peer, "--max-sessions", capacity], port) as pid:
+                peer_url = f"ws://127.0.0.1:{port}/ws"
+                out |= _summary("openenv_", asyncio.run(_phases(peer_url, ECHO_CALL, s, pid)))
+            progress.advance(bar)
+            out["ratio"] = round(out["echo_calls_per_s"] / max(out["openenv_calls_per_s"], 1), 2)
+    out["cpus"] = os.cpu_count()
+    return out

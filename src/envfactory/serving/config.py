@@ -1,0 +1,47 @@
+"""Server settings, and the rule that a server beyond loopback needs a token."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What one server hosts and how it guards itself.
+
+    ``envs``: environment ids (empty: every registered one). ``token``: when set, every route
+    but ``/health`` requires it (``Authorization: Bearer <token>`` or ``X-API-Key``).
+    ``max_sessions``: live episodes across every protocol. ``idle_timeout``: seconds without a
+    call before a session expires. ``inline_kinds``: kinds of world whose steps run on the
+    event loop (microseconds each); other kinds step in a worker thread.
+    """
+
+    envs: tuple[str, ...] = ()
+    token: str | None = None
+    max_sessions: int = 4096
+    idle_timeout: float = 900.0
+    reap_interval: float = 5.0
+    max_steps: int = 60
+    task_block: int = 1000
+    inline_kinds: frozenset[str] = field(default_factory=lambda: frozenset({"db"}))
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to listen beyond loopback without a token."""
+    if not is_loopback(host) and not token:
+        raise ValueError(
+            f"refusing to bind {host!r} without a token: a server reachable beyond loopback "
+            "must require one (pass --token, or bind 127.0.0.1)"
+        )
