@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from functools import lru_cache
 from typing import Any, Literal
@@ -92,6 +93,7 @@ class TerminalEnvironment(Environment):
             fingerprint=fp,
             files=d.files,
             tests=d.tests,
+            shape=d.shape,
         )
         return Task(public=public, hidden=hidden, initial_hash=initial)
 
@@ -116,10 +118,32 @@ class TerminalEnvironment(Environment):
             goal_templates=1,
         )
 
+    def plan_shape(self, task: Task) -> tuple[str, ...]:
+        """The gold plan's structure: per step, the tool with the programs a command runs
+        and the kinds of file it names (the generic tools say little on their own)."""
+        hidden = task.hidden
+        extra = tuple(hidden.shape) if isinstance(hidden, TerminalHidden) else ()
+        return tuple(step_signature(s.tool, s.arguments) for s in hidden.gold_plan) + extra
+
     @staticmethod
     def available() -> str | None:
         """Why sandboxes cannot run on this machine, or None when they can."""
         return unavailable_reason()
+
+
+_PROGRAM = re.compile(r"(?:^|[;&|(\n]|\$\()\s*(?:[A-Z_]+=\S+\s+)*([a-z][\w.+-]*)")
+_EXT = re.compile(r"\.([A-Za-z]{1,5})\b")
+
+
+def step_signature(tool: str, arguments: dict[str, Any]) -> str:
+    """``run_command:mkdir+mv:jpg+png`` or ``write_file:py``."""
+    if tool == "run_command":
+        text = str(arguments.get("command", "")).split("<<", 1)[0]
+        programs = dict.fromkeys(_PROGRAM.findall(text))
+    else:
+        text, programs = str(arguments.get("path", "")), {}
+    exts = sorted({e.lower() for e in _EXT.findall(text)})
+    return ":".join([tool, "+".join(programs), "+".join(exts)])
 
 
 def _fingerprint(d: Draft) -> str:

@@ -7,6 +7,8 @@ import shlex
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+from pydantic import Field
+
 from envfactory.tasks.types import HiddenTask, PlanStep
 from envfactory.terminal.checks import CompletionTest
 from envfactory.terminal.fs import FileSpec
@@ -19,6 +21,7 @@ class TerminalHidden(HiddenTask):
 
     files: list[FileSpec]
     tests: list[CompletionTest]
+    shape: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -31,6 +34,7 @@ class Draft:
     tests: list[CompletionTest]
     knobs: dict[str, int] = field(default_factory=dict)
     goals: list[str] = field(default_factory=list)
+    shape: list[str] = field(default_factory=list)  # what the solution does, beyond its tools
 
 
 class Family(ABC):
@@ -48,6 +52,10 @@ class Family(ABC):
 
 def run(command: str) -> PlanStep:
     return PlanStep(tool="run_command", arguments={"command": command})
+
+
+def read(path: str) -> PlanStep:
+    return PlanStep(tool="read_file", arguments={"path": path})
 
 
 def write(path: str, content: str) -> PlanStep:

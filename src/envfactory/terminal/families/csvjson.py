@@ -1,162 +1,263 @@
-"""CSV and JSON transforms: filter, select, sort, group, join and convert."""
+"""CSV and JSON transforms: combine, filter, select, sort, group and join into CSV or JSON.
+
+The transformation is a small spec; :func:`transform` computes the expected output here, and
+the very same function, shipped as a script, is the gold solution.
+"""
 
 from __future__ import annotations
 
 import csv
+import inspect
 import io
+import json
 import random
-from collections import defaultdict
+from typing import Any
 
 from envfactory.terminal.checks import CompletionTest
-from envfactory.terminal.family import WORDS, Draft, Family, python
-from envfactory.terminal.fs import file
+from envfactory.terminal.family import WORDS, Draft, Family, python, read, run, write
+from envfactory.terminal.fs import FileSpec, file
 
 CITIES = ("Lyon", "Oslo", "Porto", "Quito", "Turin", "Kyoto", "Perth", "Cork")
 DEPTS = ("sales", "ops", "research", "legal", "support", "design")
 COLUMNS = ["id", "name", "city", "dept", "amount", "date"]
 
-GOLD = """
-import csv, json
-rows = list(csv.DictReader(open("data/records.csv", newline="")))
-spec = {spec!r}
-rows = [r for r in rows if r["amount"].strip()]
-if spec.get("city"):
-    rows = [r for r in rows if r["city"] == spec["city"]]
-if spec.get("since"):
-    rows = [r for r in rows if r["date"] >= spec["since"]]
-if spec["mode"] == "rows":
-    if spec.get("sort"):
-        rows.sort(key=lambda r: (-float(r["amount"]), int(r["id"])))
-    cols = spec["columns"]
-    with open(spec["out"], "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        w.writerows([[r[c] for c in cols] for r in rows])
-else:
-    totals = {{}}
-    for r in rows:
-        totals[r["dept"]] = totals.get(r["dept"], 0.0) + float(r["amount"])
-    if spec["mode"] == "group":
-        with open(spec["out"], "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["dept", "total"])
-            w.writerows([[d, "%.2f" % totals[d]] for d in sorted(totals)])
+
+def transform(spec: dict[str, Any], tables: dict[str, list[dict[str, str]]]) -> list[list[Any]]:
+    """The output rows (header first) of ``spec`` over the input tables."""
+    rows = [r for name in spec["inputs"] for r in tables[name]]
+    if spec["drop_blank"]:
+        rows = [r for r in rows if r["amount"].strip()]
+    for col, op, value in spec["filters"]:
+        if col == "amount":
+            rows = [r for r in rows if eval_op(float(r[col] or 0), op, float(value))]
+        else:
+            rows = [r for r in rows if eval_op(r[col], op, value)]
+    if spec["group"]:
+        col, agg = spec["group"]
+        groups: dict[str, list[float]] = {}
+        for r in rows:
+            groups.setdefault(r[col], []).append(float(r["amount"] or 0))
+        out: list[list[Any]] = [[col, *(["manager"] if spec["join"] else []), agg]]
+        for key in sorted(groups):
+            v = groups[key]
+            value = len(v) if agg == "count" else round(sum(v) if agg == "sum" else max(v), 2)
+            out.append([key, *([spec["join"][key]] if spec["join"] else []), value])
+        return out
+    if spec["sort"]:
+        col, desc = spec["sort"]
+        num = col in ("amount", "id")
+        rows = sorted(rows, key=lambda r: (float(r[col] or 0) if num else r[col], int(r["id"])))
+        if desc:
+            rows = sorted(rows, key=lambda r: float(r[col] or 0) if num else r[col], reverse=True)
+    return [spec["columns"]] + [[r[c] for c in spec["columns"]] for r in rows]
+
+
+def eval_op(a: Any, op: str, b: Any) -> bool:
+    return bool(a == b if op == "==" else a >= b if op == ">=" else a <= b)
+
+
+SCRIPT = (
+    "from __future__ import annotations\n\nimport csv, json, os\n\nSPEC = __SPEC__\n\n"
+    + inspect.getsource(eval_op)
+    + "\n\n"
+    + inspect.getsource(transform)
+    + """
+
+spec = json.loads(SPEC)
+tables = {n: list(csv.DictReader(open(n, newline=""))) for n in spec["inputs"]}
+result = transform(spec, tables)
+os.makedirs(os.path.dirname(spec["out"]) or ".", exist_ok=True)
+with open(spec["out"], "w", newline="") as f:
+    if spec["format"] == "json":
+        json.dump([dict(zip(result[0], row)) for row in result[1:]], f, indent=2)
     else:
-        managers = {{r["dept"]: r["manager"] for r in csv.DictReader(open("data/depts.csv"))}}
-        out = [{{"dept": d, "manager": managers[d], "total": round(totals[d], 2)}}
-               for d in sorted(totals)]
-        json.dump(out, open(spec["out"], "w"), indent=2)
+        w = csv.writer(f)
+        w.writerow(result[0])
+        w.writerows([["%.2f" % v if isinstance(v, float) else v for v in r] for r in result[1:]])
 """
+)
+
+
+DROP_BLANK = """
+import csv
+rows = list(csv.reader(open("combined.csv", newline="")))
+with open("clean.csv", "w", newline="") as f:
+    csv.writer(f).writerows([rows[0]] + [r for r in rows[1:] if r[4].strip()])
+"""
+
+
+def _records(
+    rng: random.Random, n: int, start: int, messy: bool, depts: list[str]
+) -> list[dict[str, str]]:
+    rows = []
+    for i in range(n):
+        first, last = rng.choice(WORDS).title(), rng.choice(WORDS).title()
+        amount = f"{rng.randint(100, 99999) / 100:.2f}"
+        rows.append(
+            {
+                "id": str(start + i),
+                "name": f"{last}, {first}" if messy and rng.random() < 0.3 else f"{first} {last}",
+                "city": rng.choice(CITIES),
+                "dept": rng.choice(depts),
+                "amount": "" if messy and rng.random() < 0.15 else amount,
+                "date": f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+            }
+        )
+    return rows
+
+
+def _text(rows: list[dict[str, str]]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _filter(rng: random.Random, rows: list[dict[str, str]], kind: str) -> list[Any]:
+    pick = rng.choice([r for r in rows if r["amount"]])
+    if kind == "amount":
+        return ["amount", rng.choice([">=", "<="]), pick["amount"]]
+    if kind == "date":
+        return ["date", rng.choice([">=", "<="]), pick["date"]]
+    return [kind, "==", pick[kind]]
+
+
+def _describe(f: list[Any]) -> str:
+    col, op, value = f
+    words = {
+        "==": "is",
+        ">=": "is at least" if col == "amount" else "is on or after",
+        "<=": "is at most" if col == "amount" else "is on or before",
+    }
+    return f"{col} {words[op]} {value}"
 
 
 class CsvTransform(Family):
     id = "term-csv-transform"
     name = "CSV / JSON transforms"
-    description = "Filter, select, sort, group and join CSV data into CSV or JSON outputs."
+    description = "Combine, filter, select, sort, group and join CSV data into CSV or JSON."
 
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
-        n = (10, 15, 20, 25, 30)[difficulty - 1]
+        n_in = rng.randint(*((1, 1), (1, 2), (2, 2), (2, 3), (3, 4))[difficulty - 1])
+        folder = rng.choice(["data", "exports", "input", "crm"])
+        stem = rng.choice(["records", "sales", "orders", "entries"])
         depts = rng.sample(DEPTS, 3 + (difficulty >= 3))
-        rows = []
-        for i in range(n):
-            name = f"{rng.choice(WORDS).title()} {rng.choice(WORDS).title()}"
-            if difficulty >= 5 and rng.random() < 0.3:
-                name = f"{rng.choice(WORDS).title()}, {rng.choice(WORDS).title()}"
-            amount = f"{rng.randint(100, 99999) / 100:.2f}"
-            if difficulty >= 5 and rng.random() < 0.15:
-                amount = ""
-            date = f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-            rows.append(
-                {
-                    "id": str(1000 + i * rng.randint(1, 3) + i),
-                    "name": name,
-                    "city": rng.choice(CITIES[: 3 + difficulty]),
-                    "dept": rng.choice(depts),
-                    "amount": amount,
-                    "date": date,
-                }
-            )
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-        files = [file("data/records.csv", buf.getvalue())]
-        valid = [r for r in rows if r["amount"]]
-        spec: dict[str, object] = {}
-        if difficulty <= 2:
-            city = rng.choice(sorted({r["city"] for r in valid}))
-            cols = COLUMNS if difficulty == 1 else ["id", "name", "amount"]
-            keep = [r for r in valid if r["city"] == city]
-            if difficulty == 2:
-                keep.sort(key=lambda r: (-float(r["amount"]), int(r["id"])))
-            spec = {"mode": "rows", "city": city, "columns": cols, "out": "out/filtered.csv"}
-            spec["sort"] = difficulty == 2
-            ask = f"keep only the rows whose city is {city}"
-            if difficulty == 2:
-                ask += ", keep only the columns id, name, amount (in that order), and sort by "
-                ask += "amount from largest to smallest (ties by id, smallest first)"
-            else:
-                ask += ", with all the columns in the same order"
-            instruction = f"From /work/data/records.csv, {ask}. Write the result with its "
-            instruction += "header row to /work/out/filtered.csv."
-            tests = [
-                _csv_test("out/filtered.csv", cols, [[r[c] for c in cols] for r in keep]),
+        messy = difficulty >= 5
+        tables: dict[str, list[dict[str, str]]] = {}
+        start = rng.randint(100, 900)
+        for k in range(n_in):
+            rows = _records(rng, rng.randint(6, 8 + 2 * difficulty), start, messy, depts)
+            start += len(rows) + rng.randint(1, 50)
+            tables[f"{folder}/{stem}-{k + 1}.csv" if n_in > 1 else f"{folder}/{stem}.csv"] = rows
+        everything = [r for t in tables.values() for r in t]
+        n_filters = (1, rng.randint(1, 2), 1, rng.randint(1, 2), rng.randint(2, 3))[difficulty - 1]
+        kinds = ["city", "dept"] if difficulty == 1 else ["city", "dept", "amount", "date"]
+        filters = [_filter(rng, everything, k) for k in rng.sample(kinds, n_filters)]
+        group = None
+        if difficulty >= 3:
+            group = [
+                "dept" if difficulty == 4 else rng.choice(["dept", "city"]),
+                rng.choice(["sum", "count", "max"]),
             ]
+        join: dict[str, str] | None = None
+        lookup = f"{folder}/managers.csv"
+        if group and group[0] == "dept" and difficulty >= 4:
+            join = {d: rng.choice(WORDS).title() for d in depts}
+        columns = COLUMNS
+        sort = None
+        if difficulty == 2:
+            columns = rng.sample(COLUMNS, rng.randint(3, 4))
+            sort = [rng.choice(columns), rng.random() < 0.5]
+        fmt = "csv" if difficulty in (1, 3) else rng.choice(["csv", "json"])
+        out = f"out/{rng.choice(['result', 'report', 'summary', 'extract'])}.{fmt}"
+        spec = {
+            "inputs": list(tables),
+            "drop_blank": messy,
+            "filters": filters,
+            "group": group,
+            "join": join,
+            "columns": columns,
+            "sort": sort,
+            "out": out,
+            "format": fmt,
+        }
+        result = transform(spec, tables)
+        if len(result) < 2:
+            return self.generate(rng, difficulty)
+        files: list[FileSpec] = [file(p, _text(rows)) for p, rows in tables.items()]
+        ins = ", ".join(f"/work/{p}" for p in tables)
+        parts = [f"Take the rows of {ins}" + (" (all of them, in that order)" if n_in > 1 else "")]
+        if messy:
+            parts.append("skip rows whose amount is empty")
+        parts.append("keep only those where " + " and ".join(_describe(f) for f in filters))
+        if group:
+            what = {
+                "sum": "the total amount",
+                "count": "the number of rows",
+                "max": "the largest amount",
+            }[group[1]]
+            parts.append(
+                f"then for each {group[0]} (sorted by {group[0]}) give {what} as "
+                f"'{group[1]}'" + (" (amounts with 2 decimals)" if group[1] != "count" else "")
+            )
+            if join:
+                files.append(
+                    file(lookup, "dept,manager\n" + "".join(f"{d},{m}\n" for d, m in join.items()))
+                )
+                parts.append(
+                    f"with each dept's manager from /work/{lookup} as 'manager' "
+                    "(between the dept and the value)"
+                )
         else:
-            since = None
-            if difficulty >= 5:
-                since = f"2024-{rng.randint(3, 7):02d}-01"
-                valid = [r for r in valid if r["date"] >= since]
-            totals: dict[str, float] = defaultdict(float)
-            for r in valid:
-                totals[r["dept"]] += float(r["amount"])
-            scope = "every row" + (f" dated {since} or later" if since else "")
-            scope += " (skip rows with an empty amount)" if difficulty >= 5 else ""
-            if difficulty == 3:
-                spec = {"mode": "group", "out": "out/summary.csv"}
-                instruction = (
-                    "From /work/data/records.csv, total the amount of each dept over "
-                    f"{scope}. Write /work/out/summary.csv with the header dept,total and one "
-                    "row per dept sorted by dept name, totals with 2 decimals."
+            parts.append("keep the columns " + ", ".join(columns) + " in that order")
+            if sort:
+                parts.append(
+                    f"sort by {sort[0]}, {'largest' if sort[1] else 'smallest'} first"
+                    " (ties: smaller id first)" * (not sort[1])
                 )
-                want = [[d, f"{totals[d]:.2f}"] for d in sorted(totals)]
-                tests = [_csv_test("out/summary.csv", ["dept", "total"], want)]
-            else:
-                managers = {d: f"{rng.choice(WORDS).title()}" for d in depts}
-                depts_csv = "dept,manager\n" + "".join(f"{d},{m}\n" for d, m in managers.items())
-                files.append(file("data/depts.csv", depts_csv))
-                spec = {"mode": "join", "out": "out/report.json", "since": since}
-                instruction = (
-                    "From /work/data/records.csv, total the amount of each dept over "
-                    f"{scope}, and look up each dept's manager in /work/data/depts.csv. Write "
-                    "/work/out/report.json: a JSON list of objects "
-                    '{"dept": ..., "manager": ..., "total": ...} sorted by dept, totals '
-                    "rounded to 2 decimals."
-                )
-                want_json = [
-                    {"dept": d, "manager": managers[d], "total": round(totals[d], 2)}
-                    for d in sorted(totals)
-                ]
-                tests = [
-                    CompletionTest(
-                        name="out/report.json",
-                        kind="json",
-                        args={"path": "out/report.json", "value": want_json, "tol": 0.006},
-                    )
-                ]
-            spec["since"] = since
-        gold = python("import os\nos.makedirs('out', exist_ok=True)\n" + GOLD.format(spec=spec))
+        if fmt == "json":
+            parts.append(f"Write /work/{out} as a JSON list of objects keyed by column name")
+        else:
+            parts.append(f"Write /work/{out} as CSV with a header row")
+        instruction = "; ".join(parts[:-1]) + ". " + parts[-1] + "."
+        if fmt == "json":
+            value = [dict(zip(result[0], row, strict=True)) for row in result[1:]]
+            test = CompletionTest(
+                name=out, kind="json", args={"path": out, "value": value, "tol": 0.006}
+            )
+        else:
+            test = CompletionTest(
+                name=out, kind="csv", args={"path": out, "header": result[0], "rows": result[1:]}
+            )
+        gold = [run(f"head -n 3 {p}") for p in tables]
+        if join:
+            gold.append(read(lookup))
+        gold_spec = dict(spec)
+        if n_in > 1:  # combine the inputs first, then (messy data) drop the blank amounts
+            first, names = next(iter(tables)), " ".join(tables)
+            gold.append(
+                run(f"head -n 1 {first} > combined.csv && tail -q -n +2 {names} >> combined.csv")
+            )
+            gold_spec["inputs"] = ["combined.csv"]
+        if messy:
+            gold.append(python(DROP_BLANK))
+            gold_spec.update(inputs=["clean.csv"], drop_blank=False)
+        gold += [
+            write("transform.py", SCRIPT.replace("__SPEC__", repr(json.dumps(gold_spec)), 1)),
+            run("python3 transform.py"),
+            run(f"head -n 5 {out}"),
+        ]
+        shape = [f"filter:{f[0]}{f[1]}" for f in filters]
+        shape += [f"group:{group[0]}:{group[1]}"] if group else [f"columns:{len(columns)}"]
+        shape += [f"sort:{sort[0]}:{sort[1]}"] if sort else []
+        shape += ["join"] * bool(join) + [f"out:{fmt}"]
         return Draft(
             instruction=instruction,
             files=files,
-            gold=[gold],
-            tests=tests,
-            knobs={"rows": n},
-            goals=[str(spec["mode"])],
+            gold=gold,
+            tests=[test],
+            knobs={"inputs": n_in, "rows": len(everything), "filters": len(filters)},
+            goals=["group" if group else "rows"],
+            shape=shape,
         )
-
-
-def _csv_test(path: str, header: list[str], rows: list[list[str]]) -> CompletionTest:
-    return CompletionTest(
-        name=path, kind="csv", args={"path": path, "header": header, "rows": rows}
-    )

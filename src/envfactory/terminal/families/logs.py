@@ -7,8 +7,9 @@ import random
 from collections import Counter
 from datetime import datetime, timedelta
 
+from envfactory.tasks.types import PlanStep
 from envfactory.terminal.checks import CompletionTest
-from envfactory.terminal.family import Draft, Family, python
+from envfactory.terminal.family import Draft, Family, read, run, write
 from envfactory.terminal.fs import FileSpec, file
 
 LEVELS = ("INFO", "WARN", "ERROR", "DEBUG")
@@ -17,9 +18,10 @@ MESSAGES = ("request done", "cache miss", "retrying", "timeout upstream", "user 
 START = datetime(2024, 3, 1, 8, 0, 0)
 
 GOLD = """
-import glob, gzip, json
+import glob, gzip, json, os
 lines = []
-for path in sorted(glob.glob("logs/*.log")) + sorted(glob.glob("logs/*.log.gz")):
+folder, out = {folder!r}, {out!r}
+for path in sorted(glob.glob(folder + "/*.log")) + sorted(glob.glob(folder + "/*.log.gz")):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
         lines += [ln.split() for ln in f if ln.strip()]
@@ -45,7 +47,8 @@ if "slowest_ms" in keys:
     report["slowest_ms"] = max(lat)
 if "mean_latency_ms" in keys:
     report["mean_latency_ms"] = round(sum(lat) / len(lat), 1)
-json.dump({{k: report[k] for k in keys}}, open("report.json", "w"), indent=2)
+os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+json.dump({{k: report[k] for k in keys}}, open(out, "w"), indent=2)
 """
 
 
@@ -55,16 +58,20 @@ class LogReport(Family):
     description = "Read application logs (some compressed) and write a JSON report of them."
 
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
-        n_files = (1, 1, 2, 3, 3)[difficulty - 1]
-        per_file = (12, 25, 30, 30, 40)[difficulty - 1]
+        n_files = rng.randint(*((1, 1), (1, 2), (2, 3), (3, 4), (3, 7))[difficulty - 1])
+        per_file = rng.randint(10, 12 + 6 * difficulty)
         services = rng.sample(SERVICES, 3 + difficulty // 2)
-        t = START + timedelta(days=rng.randint(0, 200))
+        folder = rng.choice(["logs", "var/log", "app/logs", "srv/logs"])
+        out = rng.choice(["report.json", "summary.json", "stats.json", "out/report.json"])
+        t = START + timedelta(days=rng.randint(0, 300), minutes=rng.randint(0, 600))
+        day = t.strftime("%Y-%m-%d")
         files: list[FileSpec] = []
         parsed: list[tuple[str, str, str, int]] = []
+        gold: list[PlanStep] = [run(f"ls -la {folder}")]
         for i in range(n_files):
             lines = []
             for _ in range(per_file):
-                t += timedelta(seconds=rng.randint(1, 900))
+                t += timedelta(seconds=rng.randint(1, 300))
                 level = rng.choices(LEVELS, weights=(6, 2, 2, 1))[0]
                 svc = rng.choice(services)
                 ms = rng.randint(2, 2500)
@@ -72,11 +79,13 @@ class LogReport(Family):
                 parsed.append((stamp, level, svc, ms))
                 lines.append(f"{stamp} {level} {svc} {rng.choice(MESSAGES)} latency_ms={ms}")
             text = "\n".join(lines) + "\n"
-            name = f"logs/{services[i % len(services)]}-{i + 1}.log"
-            if difficulty >= 4 and i < n_files - 1:
+            name = f"{folder}/{services[i % len(services)]}-{i + 1}.log"
+            if difficulty >= 4 and (i == 0 or rng.random() < 0.5):
                 files.append(file(name + ".gz", gzip.compress(text.encode(), mtime=0)))
+                gold.append(run(f"zcat {name}.gz | head -n 5"))
             else:
                 files.append(file(name, text))
+                gold.append(read(name))
         window: tuple[str, str] | None = None
         if difficulty >= 5:
             stamps = sorted(p[0] for p in parsed)
@@ -93,9 +102,8 @@ class LogReport(Family):
         errs = Counter(p[2] for p in parsed if p[1] == "ERROR")
         lat = [p[3] for p in parsed]
         ranked = errs.most_common()
-        if "top_error_service" in keys and (
-            not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1])
-        ):
+        tie = not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1])
+        if "top_error_service" in keys and tie:
             return self.generate(rng, difficulty)  # the top service must be unambiguous
         values = {
             "errors": levels["ERROR"],
@@ -111,12 +119,12 @@ class LogReport(Family):
             "slowest_ms": '"slowest_ms": the largest latency_ms',
             "mean_latency_ms": '"mean_latency_ms": the mean latency_ms rounded to 1 decimal',
         }
-        where = "the .log files in /work/logs" + (
+        where = f"the .log files in /work/{folder}" + (
             " (and the gzip-compressed .log.gz ones)" if difficulty >= 4 else ""
         )
         instruction = (
-            f"Analyse {where}. Each line is: timestamp level service message latency_ms=N. "
-            "Write /work/report.json, a JSON object with: "
+            f"Analyse the service logs of {day}: {where}. Each line is: timestamp level service "
+            f"message latency_ms=N. Write /work/{out}, a JSON object with: "
             + "; ".join(explain[k] for k in keys)
             + "."
         )
@@ -128,14 +136,16 @@ class LogReport(Family):
             CompletionTest(
                 name=f"report {k}",
                 kind="json",
-                args={"path": "report.json", "key": [k], "value": values[k], "tol": 0.051},
+                args={"path": out, "key": [k], "value": values[k], "tol": 0.051},
             )
             for k in keys
         ]
+        script = GOLD.format(folder=folder, out=out, window=window, keys=keys)
+        gold += [write("analyze.py", script.strip() + "\n"), run("python3 analyze.py")]
         return Draft(
             instruction=instruction,
             files=files,
-            gold=[python(GOLD.format(window=window, keys=keys))],
+            gold=gold,
             tests=tests,
             knobs={"files": n_files, "lines": n_files * per_file, "fields": len(keys)},
             goals=["log-report"],

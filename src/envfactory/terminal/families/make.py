@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from envfactory.terminal.checks import CompletionTest
-from envfactory.terminal.family import WORDS, Draft, Family, write
+from envfactory.terminal.family import WORDS, Draft, Family, read, run, write
 from envfactory.terminal.fs import FileSpec, file
 
 # The pipeline's steps are awk programs: quick to start, present on every Linux system.
@@ -19,19 +19,6 @@ FNR == 1 { files++; next }
 { rows++; total += $2 }
 END { printf "files: %d\\nrows: %d\\ntotal: %.2f\\n", files, rows, total }
 """
-HEAD = "DATA := $(wildcard data/*.csv)\n"
-CLEANED = "CLEANED := $(patsubst data/%.csv,build/%.clean.csv,$(DATA))\n\nall: out/report.txt\n\n"
-RULE_CLEAN = (
-    "build/%.clean.csv: data/%.csv scripts/clean.awk\n"
-    "\t@mkdir -p build\n\tawk -f scripts/clean.awk $< > $@\n\n"
-)
-RULE_REPORT = (
-    "out/report.txt: $(CLEANED) scripts/report.awk\n"
-    "\t@mkdir -p out\n\tawk -f scripts/report.awk $(CLEANED) > $@\n\n"
-)
-RULE_CLEAN_ALL = "clean:\n\trm -rf build out\n\n"
-PHONY = ".PHONY: all clean\n"
-BUILD = "rm -rf build out; make >/dev/null 2>&1; cat out/report.txt"
 
 
 def _csv(rng: random.Random, n: int) -> tuple[str, list[float]]:
@@ -51,93 +38,151 @@ def _report(tables: list[list[float]]) -> str:
     return f"files: {len(tables)}\nrows: {len(rows)}\ntotal: {sum(rows):.2f}\n"
 
 
+def makefile(data: str, build: str, out: str) -> str:
+    """The correct Makefile of the pipeline."""
+    out_dir = out.rsplit("/", 1)[0]
+    return (
+        f"DATA := $(wildcard {data}/*.csv)\n"
+        f"CLEANED := $(patsubst {data}/%.csv,{build}/%.clean.csv,$(DATA))\n\n"
+        f"all: {out}\n\n"
+        f"{build}/%.clean.csv: {data}/%.csv scripts/clean.awk\n"
+        f"\t@mkdir -p {build}\n\tawk -f scripts/clean.awk $< > $@\n\n"
+        f"{out}: $(CLEANED) scripts/report.awk\n"
+        f"\t@mkdir -p {out_dir}\n\tawk -f scripts/report.awk $(CLEANED) > $@\n\n"
+        f"clean:\n\trm -rf {build} {out_dir}\n\n"
+        ".PHONY: all clean\n"
+    )
+
+
+BREAKING = ("tab", "script", "rule")
+EXTRA = ("wildcard", "deps", "clean")
+
+
 class MakePipeline(Family):
     id = "term-make-pipeline"
     name = "A small data pipeline with a Makefile"
     description = "Repair a Makefile so that make builds a report from data files, and only then."
 
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
-        names = sorted(rng.sample(WORDS, 2 + difficulty // 2))
-        data = {n: _csv(rng, rng.randint(3, 6)) for n in names}
-        good = HEAD + CLEANED + RULE_CLEAN + RULE_REPORT + RULE_CLEAN_ALL + PHONY
-        asks = []
-        if difficulty in (1, 4):
-            broken = good.replace("\tawk -f scripts/clean.awk", "    awk -f scripts/clean.awk")
-            asks.append("`make` stops with an error")
-        elif difficulty == 2:
-            broken = good.replace(
-                "scripts/report.awk $(CLEANED) >", "scripts/summary.awk $(CLEANED) >"
-            )
-            asks.append("`make` fails")
-        else:
-            broken = good.replace(RULE_CLEAN, "")
-            asks.append(
-                "the rule that makes build/NAME.clean.csv from data/NAME.csv (by running "
-                "awk -f scripts/clean.awk data/NAME.csv > build/NAME.clean.csv) is missing"
-            )
-        if difficulty >= 4:
-            listed = " ".join(f"data/{n}.csv" for n in names)
-            broken = broken.replace(HEAD, f"DATA := {listed}\n").replace(
-                "out/report.txt: $(CLEANED) scripts/report.awk",
-                "out/report.txt: scripts/report.awk",
-            )
-            asks.append(
-                "it must also use every data/*.csv there is (including files added later) and "
-                "rebuild the report whenever a data file changes"
-            )
-        if difficulty >= 5:
-            broken = broken.replace(RULE_CLEAN_ALL, "").replace(PHONY, ".PHONY: all\n")
-            asks.append("and it needs a `make clean` target that removes build/ and out/")
-        files: list[FileSpec] = [file(f"data/{n}.csv", text) for n, (text, _) in data.items()]
+        data = rng.choice(["data", "input", "raw", "csv"])
+        build = rng.choice(["build", "work", "stage"])
+        out = rng.choice(["out/report.txt", "dist/summary.txt", "reports/totals.txt"])
+        out_dir = out.rsplit("/", 1)[0]
+        names = sorted(rng.sample(WORDS, rng.randint(2, 2 + difficulty // 2)))
+        tables = {n: _csv(rng, rng.randint(3, 6)) for n in names}
+        good = makefile(data, build, out)
+        n_bugs = rng.randint(*((1, 1), (2, 2), (2, 3), (3, 4), (4, 5))[difficulty - 1])
+        first = rng.choice(BREAKING)
+        others = [b for b in BREAKING + EXTRA if b != first]
+        if difficulty == 1:
+            others = []
+        bugs = [first, *rng.sample(others, n_bugs - 1)]
+        rng.shuffle(bugs)
+        rule = (
+            f"{build}/%.clean.csv: {data}/%.csv scripts/clean.awk\n"
+            f"\t@mkdir -p {build}\n\tawk -f scripts/clean.awk $< > $@\n\n"
+        )
+        anchor = f"all: {out}\n\n"
+        listed = " ".join(f"{data}/{n}.csv" for n in names)
+        mkdir = f"\t@mkdir -p {out_dir}\n"
+        breaks = {
+            "tab": (mkdir, mkdir.replace("\t", "    ")),
+            "script": ("scripts/report.awk $(CLEANED) >", "scripts/summary.awk $(CLEANED) >"),
+            "rule": (anchor + rule, anchor),
+            "wildcard": (f"$(wildcard {data}/*.csv)", listed),
+            "deps": (f"{out}: $(CLEANED) scripts", f"{out}: scripts"),
+            "clean": (f"clean:\n\trm -rf {build} {out_dir}\n\n", ""),
+        }
+        broken = good
+        for bug in bugs:
+            broken = broken.replace(*breaks[bug])
+        text = broken
+        gold = [read("Makefile"), run("make")]
+        for bug in bugs:
+            right, wrong = breaks[bug]
+            if bug == "rule":
+                text = text.replace(wrong, right)
+                gold.append(write("Makefile", text))
+                continue
+            if bug == "tab":
+                cmd = f"sed -i 's/^    @mkdir -p {out_dir}$/\\t@mkdir -p {out_dir}/' Makefile"
+            elif bug == "script":
+                cmd = "sed -i 's/summary.awk/report.awk/' Makefile"
+            elif bug == "wildcard":
+                cmd = f"sed -i 's|^DATA := .*|DATA := $(wildcard {data}/*.csv)|' Makefile"
+            elif bug == "deps":
+                cmd = f"sed -i 's|^{out}: scripts|{out}: $(CLEANED) scripts|' Makefile"
+            else:
+                cmd = f"printf 'clean:\\n\\trm -rf {build} {out_dir}\\n' >> Makefile"
+                right = f"clean:\n\trm -rf {build} {out_dir}\n"
+                text += right
+                gold.append(run(cmd))
+                continue
+            text = text.replace(wrong, right)
+            gold.append(run(cmd))
+        gold.append(run("make && make -q"))
+        asks = ["`make` fails"]
+        if "wildcard" in bugs:
+            asks.append(f"it must use every {data}/*.csv there is, including files added later")
+        if "deps" in bugs:
+            asks.append(f"it must rebuild {out} whenever a data file changes")
+        if "clean" in bugs:
+            asks.append(f"it needs a `make clean` target that removes {build}/ and {out_dir}/")
+        files: list[FileSpec] = [file(f"{data}/{n}.csv", t) for n, (t, _) in tables.items()]
         files += [
             file("scripts/clean.awk", CLEAN),
             file("scripts/report.awk", REPORT),
             file("Makefile", broken),
         ]
         instruction = (
-            "In /work, `make` should build out/report.txt from the CSV files in data/ (each is "
-            "cleaned into build/ by scripts/clean.awk, then scripts/report.awk sums them up), "
-            "but " + "; ".join(asks) + ". Fix the Makefile (the scripts are right)."
+            f"In /work, `make` should build {out} from the CSV files in {data}/ ("
+            + ", ".join(f"{n}.csv" for n in names)
+            + f"): each is cleaned into {build}/NAME.clean.csv by `awk -f scripts/clean.awk "
+            f"{data}/NAME.csv > {build}/NAME.clean.csv`, then `awk -f scripts/report.awk` over "
+            f"the cleaned files writes {out}. But "
+            + "; ".join(asks)
+            + ". Fix the Makefile (the scripts are right)."
         )
-        tables = [g for _, g in data.values()]
-        tests = [_exec("make builds the report", BUILD, {}, stdout=_report(tables))]
+        goods = [g for _, g in tables.values()]
+        build_cmd = f"rm -rf {build} {out_dir}; make >/dev/null 2>&1; cat {out}"
+        tests = [_exec("make builds the report", build_cmd, {}, stdout=_report(goods))]
         tests.append(_exec("nothing left to do", "make >/dev/null 2>&1 && make -q", {}))
-        if difficulty >= 4:
+        if "wildcard" in bugs:
             extra, extra_good = _csv(rng, 4)
             tests.append(
                 _exec(
                     "new data files are used",
-                    BUILD,
-                    {"data/zz_extra.csv": extra},
-                    stdout=_report([*tables, extra_good]),
+                    build_cmd,
+                    {f"{data}/zz_extra.csv": extra},
+                    stdout=_report([*goods, extra_good]),
                 )
             )
+        if "deps" in bugs:
             changed, changed_good = _csv(rng, 5)
-            first = names[0]
             tests.append(
                 _exec(
                     "a changed data file is rebuilt",
-                    f"make >/dev/null 2>&1; cp .check/changed.csv data/{first}.csv; "
-                    "make >/dev/null 2>&1; cat out/report.txt",
+                    f"make >/dev/null 2>&1; cp .check/changed.csv {data}/{names[0]}.csv; "
+                    f"make >/dev/null 2>&1; cat {out}",
                     {".check/changed.csv": changed},
-                    stdout=_report([changed_good, *tables[1:]]),
+                    stdout=_report([changed_good, *goods[1:]]),
                 )
             )
-        if difficulty >= 5:
+        if "clean" in bugs:
             tests.append(
                 _exec(
                     "make clean works",
-                    "make >/dev/null 2>&1 && make clean >/dev/null 2>&1 && test -d data "
-                    "&& test ! -e build && test ! -e out",
+                    f"make >/dev/null 2>&1 && make clean >/dev/null 2>&1 && test -d {data} "
+                    f"&& test ! -e {build} && test ! -e {out_dir}",
                     {},
                 )
             )
         return Draft(
             instruction=instruction,
             files=files,
-            gold=[write("Makefile", good)],
+            gold=gold,
             tests=tests,
-            knobs={"data_files": len(names), "requirements": len(asks)},
+            knobs={"data_files": len(names), "bugs": len(bugs)},
             goals=["make"],
         )
 

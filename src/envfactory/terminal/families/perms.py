@@ -3,11 +3,77 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 from envfactory.terminal.checks import CompletionTest
-from envfactory.terminal.family import WORDS, Draft, Family, run
+from envfactory.terminal.family import WORDS, Draft, Family, read, run, write
 from envfactory.terminal.fs import FileSpec, file
-from envfactory.terminal.fs import FileSpec as Spec
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Files ``folder/*.ext`` (or the folder itself) must get ``modes``; ``fix`` is the gold."""
+
+    folder: str
+    ext: str
+    start: tuple[int, ...]
+    modes: tuple[int, ...]
+    text: str  # with {dir} and {mode}
+    relative: bool = False  # "remove only the world-write bit"
+
+
+RULES = (
+    Rule(
+        "bin",
+        "sh",
+        (0o644, 0o600, 0o664),
+        (0o755, 0o750, 0o700),
+        "every .sh script in {dir} is executable: mode {mode}",
+    ),
+    Rule(
+        "secrets",
+        "key",
+        (0o644, 0o666, 0o640),
+        (0o600, 0o400),
+        "every .key file in {dir} is readable by its owner only: mode {mode}",
+    ),
+    Rule(
+        "config",
+        "conf",
+        (0o666, 0o600, 0o777),
+        (0o644, 0o640),
+        "config files (.conf) in {dir} have mode {mode}",
+    ),
+    Rule(
+        "logs",
+        "log",
+        (0o666, 0o646, 0o662, 0o777),
+        (),
+        "no .log file in {dir} is writable by others (remove only that bit)",
+        relative=True,
+    ),
+    Rule(
+        "data",
+        "csv",
+        (0o644, 0o664, 0o755),
+        (0o444,),
+        "data files (.csv) in {dir} are read-only for everyone: mode {mode}",
+    ),
+    Rule(
+        "hooks",
+        "py",
+        (0o600, 0o644, 0o666),
+        (0o755, 0o750),
+        "the .py hooks in {dir} are executable: mode {mode}",
+    ),
+    Rule(
+        "certs",
+        "pem",
+        (0o666, 0o600, 0o755),
+        (0o644, 0o444),
+        "certificates (.pem) in {dir} have mode {mode}",
+    ),
+)
 
 
 class Permissions(Family):
@@ -16,94 +82,61 @@ class Permissions(Family):
     description = "Repair the permission bits of a deployment tree by a list of rules."
 
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
-        k = 1 + difficulty // 2
-        names = rng.sample(WORDS, 5 * k + 4)
-        files: list[FileSpec] = []
-        rules: list[tuple[str, dict[str, int], str]] = []
-
-        def add(path: str, mode: int, text: str = "") -> None:
-            files.append(file(path, text or f"{path}\n", mode))
-
-        scripts = [f"deploy/bin/{n}.sh" for n in names[:k]]
-        for p in scripts:
-            add(p, rng.choice([0o644, 0o600, 0o664]), "#!/bin/sh\necho ok\n")
-        rules.append(
-            (
-                "every .sh script in deploy/bin is executable: mode 755",
-                dict.fromkeys(scripts, 0o755),
-                "chmod 755 deploy/bin/*.sh",
-            )
-        )
-        if difficulty >= 2:
-            keys = [f"deploy/secrets/{n}.key" for n in names[k : 2 * k]]
-            for p in keys:
-                add(p, rng.choice([0o644, 0o666, 0o640]))
-            rules.append(
-                (
-                    "every .key file in deploy/secrets is readable by its owner only: mode 600",
-                    dict.fromkeys(keys, 0o600),
-                    "chmod 600 deploy/secrets/*.key",
-                )
+        root = rng.choice(["deploy", "release", "srv", "site", "stack"]) + f"-{rng.choice(WORDS)}"
+        chosen = rng.sample(RULES, min(difficulty + 1, len(RULES)))
+        files: list[FileSpec] = [file(f"{root}/README.txt", f"The {root} tree.\n")]
+        asks, tests = [], []
+        gold = [run(f"ls -lR {root}")]
+        policy = f"{root}/SECURITY.txt"
+        for i, rule in enumerate(chosen):
+            folder = f"{root}/{rule.folder}"
+            mode = rng.choice(rule.modes) if rule.modes else 0
+            want = {}
+            for name in rng.sample(WORDS, rng.randint(1, 2 + difficulty // 2)):
+                path = f"{folder}/{name}.{rule.ext}"
+                start = rng.choice(rule.start)
+                files.append(file(path, f"{name}\n", start))
+                want[path] = start & ~0o002 if rule.relative else mode
+            text = rule.text.format(dir=f"{folder}/", mode=f"{mode:o}")
+            if difficulty >= 2 and i == 0:
+                files.append(file(policy, f"Security policy: {text}.\n"))
+                asks.append(f"the rule in {policy}")
+                gold.append(read(policy))
+            else:
+                asks.append(text)
+            fix = "o-w" if rule.relative else f"{mode:o}"
+            gold.append(run(f"chmod {fix} {folder}/*.{rule.ext}"))
+            tests.append(
+                CompletionTest(name=f"{rule.folder} modes", kind="modes", args={"modes": want})
             )
         if difficulty >= 3:
-            files.append(Spec(path="deploy/secrets", dir=True, mode=0o755))
-            rules.append(
-                (
-                    "the deploy/secrets directory itself is private: mode 700",
-                    {"deploy/secrets": 0o700},
-                    "chmod 700 deploy/secrets",
+            script = f"{root}/bin/{rng.choice(WORDS)}-start.sh"
+            body = f"echo starting {root}\n"
+            files.append(file(script, body, 0o644))
+            asks.append(
+                f"{script} lacks its first line `#!/bin/sh`: add it, and make the "
+                "script executable (755)"
+            )
+            fixed = "#!/bin/sh\n" + body
+            gold += [write(script, fixed), run(f"chmod 755 {script}")]
+            tests.append(
+                CompletionTest(name="start script", kind="files", args={"files": {script: fixed}})
+            )
+            tests.append(
+                CompletionTest(
+                    name="start script mode", kind="modes", args={"modes": {script: 0o755}}
                 )
             )
-            confs = [f"deploy/config/{n}.conf" for n in names[2 * k : 3 * k]]
-            for p in confs:
-                add(p, 0o666)
-            rules.append(
-                (
-                    "config files in deploy/config have mode 644",
-                    dict.fromkeys(confs, 0o644),
-                    "chmod 644 deploy/config/*.conf",
-                )
-            )
-        if difficulty >= 4:
-            logs = [f"deploy/logs/{n}.log" for n in names[3 * k : 4 * k]]
-            want = {}
-            for p in logs:
-                mode = rng.choice([0o666, 0o646, 0o662, 0o777])
-                add(p, mode)
-                want[p] = mode & ~0o002
-            rules.append(
-                (
-                    "no file under deploy/logs is writable by others (remove only that bit)",
-                    want,
-                    "chmod o-w deploy/logs/*.log",
-                )
-            )
-        if difficulty >= 5:
-            data = [f"deploy/data/{n}.csv" for n in names[4 * k : 5 * k]]
-            for p in data:
-                add(p, rng.choice([0o644, 0o664, 0o755]))
-            rules.append(
-                (
-                    "data files in deploy/data are read-only for everyone: mode 444",
-                    dict.fromkeys(data, 0o444),
-                    "chmod 444 deploy/data/*.csv",
-                )
-            )
-        add(f"deploy/README-{names[-1]}.txt", 0o644)
         instruction = (
-            "Fix the permissions of the deployment tree in /work/deploy: "
-            + "; ".join(r[0] for r in rules)
+            f"Fix the permissions of the tree in /work/{root}: "
+            + "; ".join(asks)
             + ". Change nothing else."
         )
-        tests = [
-            CompletionTest(name=f"rule {i + 1}", kind="modes", args={"modes": modes})
-            for i, (_, modes, _) in enumerate(rules)
-        ]
         return Draft(
             instruction=instruction,
             files=files,
-            gold=[run(r[2]) for r in rules],
+            gold=gold,
             tests=tests,
-            knobs={"rules": len(rules), "files": len(files)},
+            knobs={"rules": len(chosen), "files": len(files)},
             goals=["permissions"],
         )
