@@ -7,7 +7,28 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test setup lint typecheck pytest bench clean
+.PHONY: demo test setup system system-test lint typecheck pytest bench clean
+
+# System packages: bubblewrap (terminal worlds' sandbox) and git for everything; Chromium and
+# its driver for the browser test of the audit report. Installed with apt-get when missing and
+# running as root; otherwise what needs them says so (and its tests are skipped).
+RUNTIME_PACKAGES := bwrap:bubblewrap git:git
+TEST_PACKAGES    := chromium:chromium chromedriver:chromium-driver
+define apt_install
+	@missing=""; for pair in $(1); do \
+	  command -v "$${pair%%:*}" >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing system packages:$$missing"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get update -qq >/dev/null && apt-get install -y -qq $$missing >/dev/null \
+	      || echo "note: could not install$$missing"; \
+	  else \
+	    echo "note: missing system packages:$$missing (needs root and apt-get)"; \
+	  fi; \
+	fi
+endef
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,7 +39,13 @@ $(STAMP): pyproject.toml Makefile
 
 setup: $(STAMP)
 
-demo: setup
+system:
+	$(call apt_install,$(RUNTIME_PACKAGES))
+
+system-test: system
+	$(call apt_install,$(TEST_PACKAGES))
+
+demo: setup system
 	$(BIN)/envfactory demo
 
 lint: setup
@@ -28,7 +55,7 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy src
 
-pytest: setup
+pytest: setup system-test
 	$(BIN)/pytest
 
 test: lint typecheck pytest

@@ -64,6 +64,10 @@ class Environment(ABC):
     @abstractmethod
     def info(self) -> EnvInfo: ...
 
+    def plan_shape(self, task: Task) -> tuple[str, ...]:
+        """The structure of a task's gold plan, for diversity counts: its tool sequence."""
+        return tuple(step.tool for step in task.hidden.gold_plan)
+
     def capacity(self, split: Split, difficulty: int) -> int | None:
         """How many distinct tasks a (split, difficulty) cell holds, when finite and known."""
         return None

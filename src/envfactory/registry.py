@@ -9,7 +9,7 @@ from pathlib import Path
 
 from envfactory.domain.loader import builtin_domain_files, load_domain
 from envfactory.env import Environment
-from envfactory.errors import UnknownEnvironment
+from envfactory.errors import DomainError, UnknownEnvironment
 from envfactory.world.environment import DatabaseEnvironment
 
 Factory = Callable[..., Environment]
@@ -44,6 +44,13 @@ def register_domain_file(path: str | Path, *, overwrite: bool = False) -> str:
     return spec.id
 
 
+def _refuse(error: DomainError) -> Factory:
+    def factory(seed: int = 0, scale: float = 1.0) -> Environment:
+        raise error
+
+    return factory
+
+
 def _load_builtins() -> None:
     global _builtins_loaded
     with _LOCK:
@@ -51,7 +58,11 @@ def _load_builtins() -> None:
             return
         _builtins_loaded = True
         for path in builtin_domain_files():
-            register_domain_file(path, overwrite=True)
+            try:
+                register_domain_file(path, overwrite=True)
+            except DomainError as exc:
+                # One broken file must not hide the other worlds; making this one says why.
+                register(path.stem, _refuse(exc), overwrite=True)
         for module in BUILTIN_MODULES:
             importlib.import_module(module)
 
@@ -62,6 +73,17 @@ def list_envs() -> list[str]:
     return sorted(_FACTORIES)
 
 
+def build(env_id: str, *, seed: int = 0, scale: float = 1.0) -> Environment:
+    """A new, unshared instance of ``env_id`` (``make`` returns the shared one)."""
+    _load_builtins()
+    factory = _FACTORIES.get(env_id)
+    if factory is None:
+        raise UnknownEnvironment(
+            f"no environment {env_id!r}; known: {', '.join(sorted(_FACTORIES))}"
+        )
+    return factory(seed=seed, scale=scale)
+
+
 def make(env_id: str, *, seed: int = 0, scale: float = 1.0) -> Environment:
     """The environment ``env_id`` (built once per process and shared; it is read-only)."""
     _load_builtins()
@@ -69,10 +91,5 @@ def make(env_id: str, *, seed: int = 0, scale: float = 1.0) -> Environment:
         key = (env_id, seed, scale)
         env = _MADE.get(key)
         if env is None:
-            factory = _FACTORIES.get(env_id)
-            if factory is None:
-                raise UnknownEnvironment(
-                    f"no environment {env_id!r}; known: {', '.join(sorted(_FACTORIES))}"
-                )
-            env = _MADE[key] = factory(seed=seed, scale=scale)
+            env = _MADE[key] = build(env_id, seed=seed, scale=scale)
         return env

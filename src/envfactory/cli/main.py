@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from envfactory.cli import bench, check, demo, envs, play, rollout, serve, tasks
+from envfactory.cli import audit, bench, check, demo, envs, play, rollout, serve, tasks
 
 app = typer.Typer(
     name="envfactory",
@@ -17,6 +17,7 @@ app.command("envs")(envs.envs)
 app.command("tasks")(tasks.tasks)
 app.command("play")(play.play)
 app.command("check")(check.check)
+app.command("audit")(audit.audit_cmd)
 app.command("bench")(bench.bench)
 app.command("demo")(demo.demo)
 app.command("rollout")(rollout.rollout)

@@ -164,6 +164,51 @@ class RandomPolicy:
         return ToolCall(tool=fn["name"], arguments=args)
 
 
+class SpamWrites(RandomPolicy):
+    """Calls every write tool, several times, with random schema-valid arguments (many of
+    them real-looking ids), then claims success: gaming by volume must not pay."""
+
+    name = "spam"
+
+    def __init__(self, seed: int = 0, rounds: int = 3, writes: set[str] | None = None) -> None:
+        super().__init__(seed=seed)
+        self.rounds = rounds
+        self.writes = writes
+        self.queue: list[dict[str, Any]] = []
+
+    def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
+        super().start(task, tools)
+        chosen = [t for t in tools if self.writes is None or t["function"]["name"] in self.writes]
+        self.queue = [t["function"] for _ in range(self.rounds) for t in chosen]
+
+    def act(self, observation: Observation) -> Action:
+        if not self.queue:
+            return Message(content="Done! Everything you asked for has been taken care of.")
+        fn = self.queue.pop(0)
+        props = fn["parameters"]["properties"]
+        args = {k: random_value(s, self.rng, self.prefixes) for k, s in props.items()}
+        return ToolCall(tool=fn["name"], arguments=args)
+
+
+def write_tools(mcp_tools: list[dict[str, Any]]) -> set[str]:
+    """Names of the tools not marked read-only (MCP's ``readOnlyHint``)."""
+    return {str(t["name"]) for t in mcp_tools if not t.get("annotations", {}).get("readOnlyHint")}
+
+
+class Guess(NoOp):
+    """Acts on nothing and answers with a plausible guess: answers must not be guessable."""
+
+    name = "guess"
+
+    GUESSES = ("42", "100.00", "2026-06-01", "yes", "pending")
+
+    def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
+        self.guess = self.GUESSES[stable_hash("guess", task.task_id) % len(self.GUESSES)]
+
+    def act(self, observation: Observation) -> Action:
+        return Message(content=f"Done. The answer is {self.guess}.")
+
+
 class NoisyOracle(Oracle):
     """The oracle with skill in [0, 1]: each step goes wrong with probability 1 - skill
     (a read is skipped, a write gets a corrupted argument)."""
@@ -219,11 +264,14 @@ SCRIPTED: dict[str, Callable[..., Policy]] = {
     "noop": NoOp,
     "random": RandomPolicy,
     "noisy-oracle": NoisyOracle,
+    "spam": SpamWrites,
+    "guess": Guess,
 }
 
 
 def scripted(name: str, **kwargs: Any) -> Policy:
-    """A scripted policy by name: oracle, noop, random, noisy-oracle (skill=...)."""
+    """A scripted policy by name: oracle, noop, random, noisy-oracle (skill=...), spam,
+    guess."""
     try:
         factory = SCRIPTED[name]
     except KeyError:

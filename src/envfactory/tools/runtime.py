@@ -181,8 +181,16 @@ class Tool:
         }
 
     def mcp(self) -> dict[str, Any]:
-        """The MCP tool form."""
-        return {"name": self.name, "description": self.description, "inputSchema": self.schema}
+        """The MCP tool form, with MCP's read-only / destructive hints."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.schema,
+            "annotations": {
+                "readOnlyHint": self.kind == "read",
+                "destructiveHint": any(e.op == "delete" for e in self.effects),
+            },
+        }
 
     # -- calling -----------------------------------------------------------------------------
 

@@ -1,0 +1,88 @@
+"""``envfactory audit``: score environments, print a table or JSON, write an HTML report."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from envfactory.cli.common import console, err_console, print_json
+from envfactory.quality.audit import AuditReport, audit
+from envfactory.quality.report import write_report
+from envfactory.registry import list_envs, make
+
+
+def _audit_one(env_id: str, n: int, seed: int) -> AuditReport:
+    return audit(make(env_id), n=n, seed=seed)
+
+
+def audit_cmd(
+    env_ids: list[str] | None = typer.Argument(None, metavar="[ENV]...", help="Default: all."),
+    n: int = typer.Option(300, "-n", help="Tasks per environment for the baselines."),
+    seed: int = typer.Option(0, help="Seed of the random baselines."),
+    jobs: int = typer.Option(min(2, os.cpu_count() or 1), help="Environments audited at once."),
+    report: Path = typer.Option(Path("reports/audit.html"), help="Where to write the HTML report."),
+    json: bool = typer.Option(False, "--json", help="Print a JSON list, one object per env."),
+) -> None:
+    """Score environments: solvable, honest baselines, graded, deterministic, diverse."""
+    ids = env_ids or list_envs()
+    unknown = sorted(set(ids) - set(list_envs()))
+    if unknown:
+        err_console.print(f"[red]unknown environment(s): {', '.join(unknown)}[/red]")
+        raise typer.Exit(2)
+    results: dict[str, AuditReport] = {}
+    with Progress(console=err_console, transient=True) as bar:
+        job = bar.add_task("auditing", total=len(ids))
+        if jobs <= 1 or len(ids) == 1:
+            for env_id in ids:
+                results[env_id] = _audit_one(env_id, n, seed)
+                bar.advance(job)
+        else:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futures = {pool.submit(_audit_one, e, n, seed): e for e in ids}
+                for done in as_completed(futures):
+                    results[futures[done]] = done.result()
+                    bar.advance(job)
+    reports = [results[e] for e in ids]
+    path = write_report(reports, report)
+    if json:
+        print_json([_summary(r) for r in reports])
+    else:
+        table = Table(title="envfactory audit")
+        for col in (
+            "env",
+            "passed",
+            "oracle",
+            "noop",
+            "random",
+            "spam",
+            "guess",
+            "coverage",
+            "shapes/1k",
+        ):
+            table.add_column(col)
+        for r in reports:
+            table.add_row(
+                r.env,
+                "[green]yes[/green]" if r.passed else "[red]no[/red]",
+                f"{r.oracle_success_rate:.2f}",
+                f"{r.noop_reward_mean:.3f}",
+                f"{r.random_reward_mean:.3f}",
+                f"{r.spam_reward_mean:.3f}",
+                f"{r.guess_reward_mean:.3f}",
+                f"{r.tool_coverage:.2f}",
+                str(r.plan_shapes_per_1k),
+            )
+        console.print(table)
+        err_console.print(f"report: {path}")
+    if not all(r.passed for r in reports):
+        raise typer.Exit(1)
+
+
+def _summary(r: AuditReport) -> dict[str, object]:
+    """The JSON view: every score, without the plot data."""
+    return r.model_dump(mode="json", exclude={"curves", "plan_lengths", "tool_uses", "plan_steps"})

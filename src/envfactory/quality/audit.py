@@ -1,0 +1,223 @@
+"""``envfactory audit``: is an environment any good?
+
+Scores each environment on what makes it worth training on: solvable (oracle success), honest
+(no-op, random, spam and guess baselines near zero), graded (gold plans lengthen and a noisy
+oracle succeeds less as difficulty rises), deterministic, covering its tools, and diverse
+(distinct plan shapes and instructions per 1,000 tasks).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from itertools import pairwise
+from statistics import fmean
+
+from pydantic import BaseModel, Field
+
+from envfactory.env import Environment
+from envfactory.episode.runner import run_episode
+from envfactory.errors import SynthesisError
+from envfactory.policies.scripted import (
+    Guess,
+    NoisyOracle,
+    NoOp,
+    Oracle,
+    Policy,
+    RandomPolicy,
+    SpamWrites,
+    write_tools,
+)
+from envfactory.quality.check import sample_cells
+from envfactory.registry import build
+from envfactory.tasks.types import Split, Task
+
+Progress = Callable[[int], None]
+BASELINE_MAX = 0.05
+COVERAGE_MIN = 0.8
+SHAPES_MIN = 50
+INSTRUCTIONS_MIN = 500
+POLICIES = ("oracle", "noisy_oracle", "noop", "random", "spam", "guess")
+
+
+class AuditReport(BaseModel):
+    """One environment's audit. ``curves`` and ``plan_lengths`` feed the HTML report."""
+
+    env: str
+    kind: str
+    tasks: int
+    oracle_success_rate: float
+    noop_reward_mean: float
+    random_reward_mean: float
+    spam_reward_mean: float
+    guess_reward_mean: float
+    noisy_oracle_success_rate: float
+    difficulty_monotonic: bool
+    deterministic: bool
+    tool_coverage: float
+    plan_shapes_per_1k: int
+    instructions_distinct_per_1k: int
+    passed: bool
+    problems: list[str] = Field(default_factory=list)
+    curves: dict[str, dict[int, float]] = Field(
+        default_factory=dict, description="success rate by difficulty, per policy"
+    )
+    plan_steps: dict[int, float] = Field(default_factory=dict)
+    plan_lengths: list[int] = Field(default_factory=list, description="at the top difficulty")
+    tool_uses: dict[str, int] = Field(default_factory=dict)
+
+
+def _policies(env: Environment, seed: int) -> dict[str, Policy]:
+    return {
+        "oracle": Oracle(),
+        "noisy_oracle": NoisyOracle(skill=0.8, seed=seed),
+        "noop": NoOp(),
+        "random": RandomPolicy(seed=seed),
+        "spam": SpamWrites(seed=seed, writes=write_tools(env.tools("mcp"))),
+        "guess": Guess(),
+    }
+
+
+def _normalise(text: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def _monotonic(steps: list[float], success: list[float]) -> tuple[bool, list[str]]:
+    """Plans lengthen (each level at least 95% of the one below, the top longer than the
+    bottom) and the noisy oracle succeeds less (no level 0.1 above the one below, the top
+    below the bottom)."""
+    problems = []
+    if not (steps[-1] > steps[0] and all(b >= 0.95 * a for a, b in pairwise(steps))):
+        problems.append(f"plan length by difficulty does not rise: {steps}")
+    if not (success[-1] < success[0] and all(b <= a + 0.1 for a, b in pairwise(success))):
+        problems.append(f"noisy-oracle success does not fall with difficulty: {success}")
+    return not problems, problems
+
+
+def _deterministic(
+    env: Environment, cells: Sequence[tuple[Split, int, int]]
+) -> tuple[bool, list[str]]:
+    """The same tasks from a freshly built environment, and the same final state from two
+    oracle runs."""
+    fresh = build(env.id)
+    problems = []
+    for split, d, i in cells:
+        a, b = env.task(split, d, i), fresh.task(split, d, i)
+        if a.public != b.public or a.hidden != b.hidden or a.initial_hash != b.initial_hash:
+            problems.append(f"{a.task_id} differs when rebuilt")
+    for split, d, i in cells[:5]:
+        task = env.task(split, d, i)
+        hashes = set()
+        for _ in range(2):
+            ep = env.episode()
+            run_episode(env, task, Oracle(), ep)
+            hashes.add(ep.state_hash())
+            ep.close()
+        if len(hashes) != 1:
+            problems.append(f"{task.task_id}: two oracle runs end in different states")
+    fresh_close = getattr(fresh, "close", None)
+    if callable(fresh_close):
+        fresh_close()
+    return not problems, problems
+
+
+def audit(
+    env: Environment, n: int = 300, seed: int = 0, progress: Progress | None = None
+) -> AuditReport:
+    """Audit one environment over ``n`` tasks (and 1,000 more for diversity)."""
+    policies = _policies(env, seed)
+    rewards: dict[str, list[float]] = defaultdict(list)
+    success: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    steps: dict[int, list[int]] = defaultdict(list)
+    tool_uses: Counter[str] = Counter()
+    problems: list[str] = []
+    cells = sample_cells(env, n)
+    tasks: list[Task] = []
+    for split, d, i in cells:
+        try:
+            task = env.task(split, d, i)
+        except SynthesisError as exc:
+            problems.append(str(exc))
+            continue
+        tasks.append(task)
+        steps[d].append(len(task.hidden.gold_plan))
+        tool_uses.update(s.tool for s in task.hidden.gold_plan)
+        episode = env.episode()
+        for name, policy in policies.items():
+            reward = run_episode(env, task, policy, episode).reward or 0.0
+            rewards[name].append(reward)
+            success[name][d].append(1.0 if reward >= 1.0 else 0.0)
+        episode.close()
+        if progress:
+            progress(1)
+    difficulties = env.difficulties
+    top = difficulties[-1]
+    top_tasks = [env.task("train", top, i) for i in range(1000)]
+    spread = [env.task("train", difficulties[i % len(difficulties)], i) for i in range(1000)]
+    for t in top_tasks:
+        tool_uses.update(s.tool for s in t.hidden.gold_plan)
+    if progress:
+        progress(1)
+    curves = {
+        name: {d: round(fmean(v[d]), 4) for d in difficulties if v[d]}
+        for name, v in success.items()
+    }
+    step_means = {d: round(fmean(steps[d]), 3) for d in difficulties if steps[d]}
+    monotonic, why = _monotonic(
+        [step_means[d] for d in difficulties], [curves["noisy_oracle"][d] for d in difficulties]
+    )
+    problems += why
+    deterministic, why = _deterministic(env, cells[:: max(1, len(cells) // 20)])
+    problems += why
+    names = [t["name"] for t in env.tools("mcp")]
+    coverage = sum(1 for t in names if tool_uses[t]) / len(names) if names else 0.0
+    report = AuditReport(
+        env=env.id,
+        kind=env.kind,
+        tasks=len(tasks),
+        oracle_success_rate=_mean([1.0 if r >= 1.0 else 0.0 for r in rewards["oracle"]]),
+        noop_reward_mean=_mean(rewards["noop"]),
+        random_reward_mean=_mean(rewards["random"]),
+        spam_reward_mean=_mean(rewards["spam"]),
+        guess_reward_mean=_mean(rewards["guess"]),
+        noisy_oracle_success_rate=_mean(
+            [1.0 if r >= 1.0 else 0.0 for r in rewards["noisy_oracle"]]
+        ),
+        difficulty_monotonic=monotonic,
+        deterministic=deterministic,
+        tool_coverage=round(coverage, 4),
+        plan_shapes_per_1k=len({env.plan_shape(t) for t in top_tasks}),
+        instructions_distinct_per_1k=len({_normalise(t.public.instruction) for t in spread}),
+        passed=False,
+        curves=curves,
+        plan_steps=step_means,
+        plan_lengths=[len(t.hidden.gold_plan) for t in top_tasks],
+        tool_uses={t: tool_uses[t] for t in names},
+    )
+    report.problems = problems + _shortfalls(report)
+    report.passed = not report.problems
+    return report
+
+
+def _shortfalls(r: AuditReport) -> list[str]:
+    out = []
+    if r.oracle_success_rate < 1.0:
+        out.append(f"oracle success {r.oracle_success_rate} < 1.0")
+    for name in ("noop", "random", "spam", "guess"):
+        value = getattr(r, f"{name}_reward_mean")
+        if value > BASELINE_MAX:
+            out.append(f"{name} baseline earns {value} > {BASELINE_MAX}")
+    if r.tool_coverage < COVERAGE_MIN:
+        out.append(f"gold plans use {r.tool_coverage:.0%} of the tools < {COVERAGE_MIN:.0%}")
+    if r.plan_shapes_per_1k < SHAPES_MIN:
+        out.append(f"{r.plan_shapes_per_1k} plan shapes per 1k at the top < {SHAPES_MIN}")
+    if r.instructions_distinct_per_1k < INSTRUCTIONS_MIN:
+        out.append(
+            f"{r.instructions_distinct_per_1k} distinct instructions per 1k < {INSTRUCTIONS_MIN}"
+        )
+    return out
+
+
+def _mean(xs: list[float]) -> float:
+    return round(fmean(xs), 6) if xs else 0.0

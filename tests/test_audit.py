@@ -1,0 +1,131 @@
+"""The audit scores every environment, and its report opens in a real browser with its plots."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import envfactory
+from envfactory.quality.audit import audit
+
+KEYS = (
+    "env",
+    "oracle_success_rate",
+    "noop_reward_mean",
+    "random_reward_mean",
+    "spam_reward_mean",
+    "guess_reward_mean",
+    "difficulty_monotonic",
+    "deterministic",
+    "tool_coverage",
+    "plan_shapes_per_1k",
+    "instructions_distinct_per_1k",
+    "passed",
+)
+
+
+DB_ENVS = [e for e in envfactory.list_envs() if envfactory.make(e).kind == "db"]
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, Any]], Path]:
+    """``envfactory audit --json`` over every database world, as a user runs it (other kinds
+    of world audit themselves in their own tests, at sizes their runtimes afford)."""
+    report = tmp_path_factory.mktemp("audit") / "audit.html"
+    args = ["audit", *DB_ENVS, "--json", "-n", "200", "--report", str(report)]
+    done = subprocess.run(
+        [sys.executable, "-m", "envfactory", *args],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    results: list[dict[str, Any]] = json.loads(done.stdout)
+    return results, report
+
+
+def test_every_database_world_passes_the_audit(
+    audited: tuple[list[dict[str, Any]], Path],
+) -> None:
+    results, _ = audited
+    assert {r["env"] for r in results} == set(DB_ENVS)
+    for r in results:
+        assert set(KEYS) <= set(r), r["env"]
+        assert r["passed"], f"{r['env']}: {r['problems']}"
+        assert r["oracle_success_rate"] == 1.0
+        for baseline in ("noop", "random", "spam", "guess"):
+            assert r[f"{baseline}_reward_mean"] <= 0.05, (r["env"], baseline)
+        assert r["tool_coverage"] >= 0.8
+        assert r["plan_shapes_per_1k"] >= 50
+
+
+def test_at_least_twelve_database_worlds(audited: tuple[list[dict[str, Any]], Path]) -> None:
+    results, _ = audited
+    db = [r for r in results if r["kind"] == "db" and r["passed"]]
+    assert len(db) >= 12, [r["env"] for r in db]
+
+
+def test_audit_flags_a_broken_environment() -> None:
+    """A world whose gold plans are wrong fails the audit, with the reason."""
+    env = envfactory.make("retail")
+
+    class Sabotaged(type(env)):  # type: ignore[misc]
+        def task(self, split, difficulty=1, index=0):  # type: ignore[no-untyped-def]
+            task = super().task(split, difficulty, index)
+            hidden = task.hidden.model_copy(update={"gold_plan": task.hidden.gold_plan[:-1]})
+            return type(task)(public=task.public, hidden=hidden, initial_hash=task.initial_hash)
+
+    broken = Sabotaged.__new__(Sabotaged)
+    broken.__dict__.update(env.__dict__)
+    report = audit(broken, n=40)
+    assert not report.passed
+    assert report.oracle_success_rate < 1.0
+    assert any("oracle" in p for p in report.problems)
+
+
+def _chrome() -> Any:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or ""
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver") or ""), options=options)
+
+
+@pytest.mark.skipif(
+    not (shutil.which("chromium") and shutil.which("chromedriver")),
+    reason="Chromium and chromedriver are not installed (make test installs them as root)",
+)
+def test_report_renders_its_plots_in_chromium(audited: tuple[list[dict[str, Any]], Path]) -> None:
+    results, report = audited
+    driver = _chrome()
+    try:
+        driver.get(report.resolve().as_uri())
+        assert "envfactory audit" in driver.title
+        images = driver.find_elements("tag name", "img")
+        assert len(images) == 3 * len(results)
+        for img in images:
+            rendered = driver.execute_script(
+                "return arguments[0].complete && arguments[0].naturalWidth > 100", img
+            )
+            assert rendered, img.get_attribute("alt")
+        rows = driver.find_elements("css selector", "table tr")
+        assert len(rows) == len(results) + 1
+    finally:
+        driver.quit()
