@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
+from http import HTTPStatus
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from envfactory.env import Environment
@@ -53,7 +55,7 @@ def create_app(
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
-        responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+        responses={code: {"model": ErrorOut} for code in (400, 404, 409, 410, 503)},
     )
     app.state.engine = engine
 
@@ -63,6 +65,15 @@ def create_app(
         headers = {"Retry-After": "1"} if exc.status == 503 else None
         return JSONResponse(
             {"detail": exc.message, "error": exc.code}, status_code=exc.status, headers=headers
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        return JSONResponse(
+            {"detail": str(exc.detail), "error": HTTPStatus(exc.status_code).phrase.lower()},
+            status_code=exc.status_code,
+            headers=exc.headers,
         )
 
     @app.get("/health", response_model=StatusOut, tags=["health"])

@@ -161,10 +161,10 @@ class Engine:
         self, ref: TaskRef, protocol: str, sid: str | None = None
     ) -> tuple[Session, Observation]:
         """Start a new episode of ``ref`` in a new session."""
-        self.store.check_room()
         sid = sid or self.store.new_id()
         if sid in self.store:
             raise Conflict(f"session {sid[:64]!r} already exists")
+        self.store.check_room()
         env = self.env(ref.env_id)
         task = self.catalog(ref.env_id).task(ref)
         episode = env.episode(self.episode_config)

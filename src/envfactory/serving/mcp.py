@@ -38,20 +38,27 @@ class McpEpisodes:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.server: Server[Any, Any] = Server("envfactory")
-        self.manager = StreamableHTTPSessionManager(
-            self.server, session_idle_timeout=engine.config.idle_timeout
-        )
+        self.manager: StreamableHTTPSessionManager | None = None
         self._register()
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        async with self.manager.run():
-            yield
+        """Run a session manager for the app's lifespan (a new one each time it starts)."""
+        self.manager = StreamableHTTPSessionManager(
+            self.server, session_idle_timeout=self.engine.config.idle_timeout
+        )
+        try:
+            async with self.manager.run():
+                yield
+        finally:
+            self.manager = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """ASGI entry for ``/mcp/{env_id}``; a DELETE also closes the episode."""
         request = Request(scope)
         mcp_sid = request.headers.get(SESSION_HEADER)
+        if self.manager is None:
+            raise RuntimeError("the MCP session manager runs in the app's lifespan")
         await self.manager.handle_request(scope, receive, send)
         if request.method == "DELETE" and mcp_sid:
             self.engine.close(_sid(mcp_sid))

@@ -1,0 +1,25 @@
+"""A real server on a loopback port, shared by the serving tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import envfactory
+from envfactory.serving import ServeConfig, running
+from envfactory.serving.server import Running
+from envfactory.world.environment import DatabaseEnvironment
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Running]:
+    with running(ServeConfig(envs=("retail",), max_sessions=4096)) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def world() -> DatabaseEnvironment:
+    env = envfactory.make("retail")
+    assert isinstance(env, DatabaseEnvironment)
+    return env
