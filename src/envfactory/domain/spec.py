@@ -166,6 +166,7 @@ class EffectSpec(_Spec):
     delete: str | None = None
     set: dict[str, Any] = Field(default_factory=dict)
     name: str | None = Field(None, description="for inserts: the name the new row is bound to")
+    when: str | None = Field(None, description="apply only if this holds (e.g. 'hold is not None')")
 
     @model_validator(mode="after")
     def _one(self) -> EffectSpec:

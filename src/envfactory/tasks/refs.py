@@ -70,6 +70,13 @@ class References:
                 lookup = tuple((s.tool, {k: Value(v) for k, v in s.args.items()}) for s in r.lookup)
                 held = None
                 if r.held is not None:
+                    asked_by = {str(v) for step in r.lookup for v in step.args.values()}
+                    for fact, value in r.held.facts.items():
+                        if str(value) not in asked_by:
+                            raise DomainError(
+                                f"{name}: held fact {fact!r} ({value}) is not an argument of the "
+                                "reference's look-ups, so asking for it would not help"
+                            )
                     held = _Held(
                         Template(r.held.text),
                         Template(r.held.parent_text or r.held.text),

@@ -321,17 +321,23 @@ class TaskFactory:
         anchor_id: str,
         level: LevelSpec,
         rng: random.Random,
-        profile: dict[str, Any],
+        siblings: list[_Instance],
     ) -> _Instance:
         anchor = self.refs.row(goal.spec.anchor.entity, anchor_id)
         assert anchor is not None
         scope = self._bind(goal, anchor, rng)
         template = rng.choice(goal.instructions)
+        profile = {k: v for c in siblings for k, v in c.facts.items()}
         texts, lookups, facts = self._references(goal, template, scope, level, rng, level.held_back)
-        if any(profile.get(k, v) != v for k, v in facts.items()):
-            # One user, one e-mail: sub-goals about someone else are not held back.
-            texts, lookups, facts = self._references(goal, template, scope, level, rng, 0.0)
         text = template.render(scope, refs=texts.__getitem__)
+        if any(profile.get(k, v) != v for k, v in facts.items()) or _gives_away(
+            facts, [c.text for c in siblings]
+        ):
+            # One user, one e-mail, kept to itself: this sub-goal holds nothing back.
+            texts, lookups, facts = self._references(goal, template, scope, level, rng, 0.0)
+            text = template.render(scope, refs=texts.__getitem__)
+        if _gives_away(profile, [text]):
+            raise _Reject("the request gives away what a sibling's user keeps to itself")
         steps = list(lookups)
         for s in goal.plan:
             steps += s.calls(scope)
@@ -410,16 +416,13 @@ class TaskFactory:
         width = min(level.width, len(pool))
         chosen: list[_Instance] = []
         claimed: set[tuple[str, str]] = set()
-        slot = index * width
         self.store.reset()
-        for _ in range(width + self.MAX_ATTEMPTS):
+        for slot in _slots(index, width, len(pool), self.MAX_ATTEMPTS, self.env_id, split):
             if len(chosen) == width:
                 break
-            gi, anchor_id = pool[slot % len(pool)]
-            slot += 1
+            gi, anchor_id = pool[slot]
             try:
-                profile = {k: v for c in chosen for k, v in c.facts.items()}
-                inst = self._instance(self.goals[gi], anchor_id, level, rng, profile)
+                inst = self._instance(self.goals[gi], anchor_id, level, rng, chosen)
                 with self.store.transaction():
                     claimed |= self._execute(inst, claimed)
             except (_Reject, ExprError):
@@ -508,6 +511,18 @@ class TaskFactory:
                     )
                 )
         return out
+
+
+def _slots(index: int, width: int, size: int, extra: int, *salt: str) -> list[int]:
+    """Pool positions to try for a task: its own ``width`` slots first, then fallbacks drawn
+    by hash (not the next slots, which belong to the next index: that would duplicate it)."""
+    own = [(index * width + j) % size for j in range(width)]
+    fallback = random.Random(stable_hash("fallback", index, width, *salt))
+    return own + [fallback.randrange(size) for _ in range(extra)]
+
+
+def _gives_away(facts: dict[str, Any], texts: list[str]) -> bool:
+    return any(str(v) in t for v in facts.values() for t in texts)
 
 
 def _user_steps(

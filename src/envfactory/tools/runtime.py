@@ -115,10 +115,12 @@ def _short(v: Any) -> str:
 
 
 class _Effect:
-    __slots__ = ("name", "op", "target", "values")
+    __slots__ = ("name", "op", "target", "values", "when")
 
-    def __init__(self, op: str, target: str, values: dict[str, Value], name: str) -> None:
-        self.op, self.target, self.values, self.name = op, target, values, name
+    def __init__(
+        self, op: str, target: str, values: dict[str, Value], name: str, when: Expr | None
+    ) -> None:
+        self.op, self.target, self.values, self.name, self.when = op, target, values, name, when
 
 
 class Tool:
@@ -165,7 +167,7 @@ class Tool:
         for f in values:
             if f not in table.types or f == "id":
                 raise DomainError(f"{self.name}: {table.name} has no writable field {f!r}")
-        return _Effect(op, target, values, name)
+        return _Effect(op, target, values, name, compile_expr(e.when) if e.when else None)
 
     # -- exposure ----------------------------------------------------------------------------
 
@@ -230,6 +232,8 @@ class Tool:
 
     @staticmethod
     def _apply(e: _Effect, store: Store, scope: dict[str, Any]) -> Row | None:
+        if e.when is not None and not e.when(scope):
+            return scope.get(e.name)
         values = {f: v(scope) for f, v in e.values.items()}
         if e.op == "insert":
             row = store.insert(e.target, values)

@@ -38,10 +38,10 @@ class _FieldDrawer:
         self.seen_set: set[Any] = set()
         self.expr = compile_expr(spec.expr) if spec.expr else None
 
-    def _raw(self, today: dt.date, row: Row) -> Any:
+    def _raw(self, today: dt.date, row: Row, index: int) -> Any:
         s, rng = self.spec, self.rng
         if self.expr is not None:
-            return self.expr({"row": row, "today": today.isoformat()})
+            return self.expr({"row": row, "today": today.isoformat(), "index": index})
         if s.choices is not None:
             return rng.choices(s.choices, weights=s.weights)[0]
         if s.faker:
@@ -60,18 +60,18 @@ class _FieldDrawer:
             return (today + dt.timedelta(days=rng.randint(int(lo), int(hi)))).isoformat()
         raise DomainError(f"field {self.name!r}: no way to generate a {s.type} value")
 
-    def draw(self, today: dt.date, row: Row) -> Any:
+    def draw(self, today: dt.date, row: Row, index: int) -> Any:
         s = self.spec
         if s.null_rate and self.rng.random() < s.null_rate:
             return None
         if s.twin_rate and self.seen and self.rng.random() < s.twin_rate:
             return self.rng.choice(self.seen)
-        value = self._raw(today, row)
+        value = self._raw(today, row, index)
         if s.unique:
             tries = 0
             while value in self.seen_set:
                 tries += 1
-                value = self._raw(today, row) if tries < 20 else _suffixed(value, tries)
+                value = self._raw(today, row, index) if tries < 20 else _suffixed(value, tries)
             self.seen_set.add(value)
         if s.twin_rate:
             self.seen.append(value)
@@ -129,7 +129,8 @@ def generate(
         out: list[Row] = []
 
         for link, parent_id in _slots(entity, rows, rng, scale):
-            row: Row = {"id": table.format_id(len(out) + 1)}
+            index = len(out) + 1
+            row: Row = {"id": table.format_id(index)}
             for fname, f in entity.fields.items():
                 if fname == link:
                     row[fname] = parent_id
@@ -140,7 +141,7 @@ def generate(
                     src = by_id[entity.fields[src_field].ref or ""].get(row[src_field])
                     row[fname] = None if src is None else src[attr]
                 else:
-                    row[fname] = drawers[fname].draw(spec.today, row)
+                    row[fname] = drawers[fname].draw(spec.today, row, index)
             out.append(row)
         rows[name] = out
         by_id[name] = {r["id"]: r for r in out}
