@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from envfactory.episode.base import Episode, EpisodeConfig
-from envfactory.tasks.types import Split, Task
+from envfactory.tasks.types import SPLITS, Split, Task
 
 
 class EnvInfo(BaseModel):
@@ -38,6 +38,8 @@ class Environment(ABC):
 
     id: str
     kind: str = "db"
+    splits: tuple[Split, ...] = SPLITS
+    finite: bool = False  # a fixed task list (capacity() is its size) rather than a generator
 
     @property
     @abstractmethod

@@ -48,16 +48,33 @@ class CheckReport(BaseModel):
 
 
 def sample_cells(env: Environment, n: int) -> list[tuple[Split, int, int]]:
-    """``n`` (split, difficulty, index) cells: splits by their share, difficulties in turn."""
+    """Up to ``n`` (split, difficulty, index) cells: the environment's splits by their share,
+    difficulties in turn; an environment with a finite task list gives at most what it has."""
+    shares = [(s, share) for s, share in SPLIT_SHARES if s in env.splits]
+    total = sum(share for _, share in shares)
     cells: list[tuple[Split, int, int]] = []
-    difficulties = env.difficulties
     remaining = n
-    for i, (split, share) in enumerate(SPLIT_SHARES):
-        k = remaining if i == len(SPLIT_SHARES) - 1 else round(n * share)
+    for i, (split, share) in enumerate(shares):
+        k = remaining if i == len(shares) - 1 else round(n * share / total)
         remaining -= k
-        for j in range(k):
-            cells.append((split, difficulties[j % len(difficulties)], j // len(difficulties)))
+        cells += _cells(env, split, k)
     return cells
+
+
+def _cells(env: Environment, split: Split, k: int) -> list[tuple[Split, int, int]]:
+    """``k`` cells of one split, round-robin over difficulties, skipping full ones."""
+    sizes = {d: env.capacity(split, d) if env.finite else None for d in env.difficulties}
+    out: list[tuple[Split, int, int]] = []
+    index = 0
+    while len(out) < k:
+        open_ = [d for d in env.difficulties if sizes[d] is None or index < (sizes[d] or 0)]
+        if not open_:
+            break
+        for d in open_:
+            if len(out) < k:
+                out.append((split, d, index))
+        index += 1
+    return out
 
 
 def check(
