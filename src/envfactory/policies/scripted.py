@@ -248,7 +248,8 @@ def _corrupt(step: PlanStep, rng: random.Random) -> PlanStep:
     key = rng.choice(sorted(args))
     v = args[key]
     if isinstance(v, str) and (m := _ID.match(v)):
-        n = max(1, int(m.group(2)) + rng.choice([-2, -1, 1, 2]))
+        n, shift = int(m.group(2)), rng.choice([-2, -1, 1, 2])
+        n = n + shift if n + shift >= 1 else n - shift  # always another id
         args[key] = f"{m.group(1)}-{n:0{len(m.group(2))}d}"
     elif isinstance(v, bool):
         args[key] = not v
