@@ -25,6 +25,8 @@ from envfactory.tools.result import ToolFailure
 
 EntryKind = Literal["file", "dir", "link", "other"]
 MAX_FILE = 1 << 20  # bytes of one file a snapshot keeps
+MTIME = 1_700_000_000  # the modification time of every materialized path
+VOLATILE = ".git/index"  # a cache of file stats (inode, ctime): not part of the state
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _DIR = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 
@@ -86,6 +88,8 @@ def tree_hash(tree: Tree) -> str:
     for path in sorted(tree):
         e = tree[path]
         digest = hashlib.sha256(e.data).hexdigest() if e.data is not None else f"size:{e.size}"
+        if path == VOLATILE or path.endswith("/" + VOLATILE):
+            digest = "volatile"
         h.update(f"{path}\0{e.kind}\0{e.mode:o}\0{e.target}\0{digest}\n".encode())
     return h.hexdigest()
 
@@ -164,6 +168,7 @@ def materialize(tree: Tree, root: Path, owner: tuple[int, int] | None = None) ->
                 os.fchmod(fd, e.mode)
                 if owner:
                     os.fchown(fd, *owner)
+                os.utime(fd, (MTIME, MTIME))
             finally:
                 os.close(fd)
             continue
@@ -173,6 +178,7 @@ def materialize(tree: Tree, root: Path, owner: tuple[int, int] | None = None) ->
             os.lchown(target, *owner)
     for target, mode in reversed(dirs):
         os.chmod(target, mode)
+        os.utime(target, (MTIME, MTIME))
 
 
 # -- the agent's file tools --------------------------------------------------------------------

@@ -62,6 +62,9 @@ ENV = {
     "GIT_AUTHOR_EMAIL": "agent@sandbox.invalid",
     "GIT_COMMITTER_NAME": "Agent",
     "GIT_COMMITTER_EMAIL": "agent@sandbox.invalid",
+    # A fixed clock for git, so that the same actions make the same commits.
+    "GIT_AUTHOR_DATE": "2024-06-01T12:00:00+0000",
+    "GIT_COMMITTER_DATE": "2024-06-01T12:00:00+0000",
 }
 
 

@@ -9,7 +9,7 @@ import tarfile
 import zipfile
 
 from envfactory.terminal.checks import CompletionTest
-from envfactory.terminal.family import WORDS, Draft, Family, python, q, run
+from envfactory.terminal.family import WORDS, Draft, Family, q, read, run, write
 from envfactory.terminal.fs import FileSpec, file, sha
 
 EXTS = ("csv", "txt", "json", "log", "md")
@@ -47,67 +47,93 @@ class ArchiveHandling(Family):
     description = "Extract from tar.gz and zip archives (some nested) and build archives by rules."
 
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
-        n = 3 + 2 * difficulty
-        names = rng.sample(WORDS, n)
+        n = rng.randint(2 + difficulty, 4 + 2 * difficulty)
         members = {}
-        for w in names:
-            folder = rng.choice(["data", "docs", "app"])
+        for w in rng.sample(WORDS, n):
+            folder = rng.choice(["data", "docs", "app", "conf"])
             members[f"{folder}/{w}.{rng.choice(EXTS)}"] = f"{w} {rng.random():.9f}\n"
+        stamp = f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        restore = rng.choice(["restore", "recovered", "unpacked", "extracted"])
         files: list[FileSpec]
+        shape: list[str] = []
         if difficulty in (1, 2):
+            name = f"{rng.choice(['backup', 'snapshot', 'export'])}-{stamp}.tar.gz"
             ext = rng.choice(sorted({p.rsplit(".", 1)[1] for p in members}))
             want = (
                 members
                 if difficulty == 1
                 else {p: t for p, t in members.items() if p.endswith("." + ext)}
             )
-            files = [file("backup.tar.gz", tar_gz(members))]
+            files = [file(name, tar_gz(members))]
             what = "everything" if difficulty == 1 else f"only the .{ext} files"
             instruction = (
-                f"Extract {what} from /work/backup.tar.gz into /work/restore/, keeping the paths "
+                f"Extract {what} from /work/{name} into /work/{restore}/, keeping the paths "
                 "they have in the archive."
             )
             pattern = "" if difficulty == 1 else f" --wildcards {q('*.' + ext)}"
-            gold = [run(f"mkdir -p restore && tar -xzf backup.tar.gz -C restore{pattern}")]
-            tests = [_dir("restore", want)]
+            gold = [
+                run(f"tar -tzf {name}"),
+                run(f"mkdir -p {restore} && tar -xzf {name} -C {restore}{pattern}"),
+            ]
+            gold += [run(f"find {restore} -type f")] * (difficulty == 2)
+            tests = [_dir(restore, want)]
         elif difficulty == 3:
-            files = [file(f"app/{p}", t) for p, t in members.items()]
-            files += [file(f"app/tmp/{w}.tmp", "scratch\n") for w in rng.sample(WORDS, 2)]
-            files += [file(f"app/{rng.choice(WORDS)}.log", "noise\n")]
-            want = {f"app/{p}": t for p, t in members.items() if not p.endswith(".log")}
+            app = rng.choice(["app", "site", "service"])
+            files = [file(f"{app}/{p}", t) for p, t in members.items()]
+            files += [file(f"{app}/tmp/{w}.tmp", "scratch\n") for w in rng.sample(WORDS, 2)]
+            files += [file(f"{app}/{rng.choice(WORDS)}.log", "noise\n")]
+            want = {f"{app}/{p}": t for p, t in members.items() if not p.endswith(".log")}
+            out = f"{app}-{stamp}.tar.gz"
             instruction = (
-                "Create /work/release.tar.gz, a gzip-compressed tar of the /work/app folder "
-                "(member paths start with app/) without any .log file and without app/tmp."
-            )
-            gold = [run("tar -czf release.tar.gz --exclude='*.log' --exclude=app/tmp app")]
-            tests = [_archive("release.tar.gz", "tar", want)]
-        elif difficulty == 4:
-            target = rng.choice(sorted(members))
-            inner = tar_gz(members)
-            outer = {"inner/archive.tar.gz": inner, "NOTES.txt": b"the data is inside\n"}
-            files = [file("bundle.zip", zip_of(outer))]
-            instruction = (
-                "/work/bundle.zip holds a tar.gz archive. Find the member "
-                f"{target} inside it and extract just that file to /work/restore/{target}."
+                f"Create /work/{out}, a gzip-compressed tar of the /work/{app} folder (member "
+                f"paths start with {app}/) without any .log file and without {app}/tmp."
             )
             gold = [
-                run(
-                    "mkdir -p /tmp/x restore && python3 -m zipfile -e bundle.zip /tmp/x && "
-                    f"tar -xzf /tmp/x/inner/archive.tar.gz -C restore {q(target)}"
-                )
+                run(f"find {app} -type f"),
+                run(f"tar -czf {out} --exclude='*.log' --exclude={app}/tmp {app}"),
+                run(f"tar -tzf {out}"),
             ]
-            tests = [_dir("restore", {target: members[target]})]
+            tests = [_archive(out, "tar", want)]
+        elif difficulty == 4:
+            target = rng.choice(sorted(members))
+            bundle = f"bundle-{stamp}.zip"
+            inner = tar_gz(members)
+            outer = {"inner/archive.tar.gz": inner, "NOTES.txt": b"the data is inside\n"}
+            files = [file(bundle, zip_of(outer))]
+            instruction = (
+                f"/work/{bundle} holds a tar.gz archive. Find the member {target} inside it "
+                f"and extract just that file to /work/{restore}/{target}."
+            )
+            gold = [
+                run(f"python3 -m zipfile -l {bundle}"),
+                run(f"python3 -m zipfile -e {bundle} bundle"),
+                run("tar -tzf bundle/inner/archive.tar.gz"),
+                run(
+                    f"mkdir -p {restore} && tar -xzf bundle/inner/archive.tar.gz -C {restore} "
+                    f"{q(target)}"
+                ),
+            ]
+            tests = [_dir(restore, {target: members[target]})]
         else:
             files = [file(p, t) for p, t in members.items()]
-            chosen = sorted(rng.sample(sorted(members), max(2, len(members) // 2)))
-            files.append(file("manifest.txt", "\n".join(chosen) + "\n"))
+            chosen = rng.sample(sorted(members), rng.randint(2, max(2, len(members) - 2)))
+            manifest = f"{rng.choice(['manifest', 'release', 'include'])}.txt"
+            files.append(file(manifest, "\n".join(chosen) + "\n"))
+            out = f"release-{stamp}.zip"
             want = {p: members[p] for p in chosen}
             instruction = (
-                "Create /work/release.zip holding exactly the files listed in /work/manifest.txt "
-                "(one path per line), stored under those same paths."
+                f"Create /work/{out} holding exactly the files listed in /work/{manifest} (one "
+                "path per line), stored under those same paths."
             )
-            gold = [python(ZIP_GOLD)]
-            tests = [_archive("release.zip", "zip", want)]
+            script = ZIP_GOLD.replace("release.zip", out).replace("manifest.txt", manifest)
+            gold = [
+                read(manifest),
+                write("make_zip.py", script),
+                run("python3 make_zip.py"),
+                run(f"python3 -m zipfile -l {out}"),
+            ]
+            tests = [_archive(out, "zip", want)]
+            shape = [p.rsplit(".", 1)[1] for p in chosen]
         return Draft(
             instruction=instruction,
             files=files,
@@ -115,6 +141,7 @@ class ArchiveHandling(Family):
             tests=tests,
             knobs={"members": n},
             goals=["archive"],
+            shape=shape,
         )
 
 

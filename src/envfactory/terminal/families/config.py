@@ -7,8 +7,9 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from envfactory.tasks.types import PlanStep
 from envfactory.terminal.checks import CompletionTest
-from envfactory.terminal.family import WORDS, Draft, Family, write
+from envfactory.terminal.family import WORDS, Draft, Family, python, read, run, write
 from envfactory.terminal.fs import file
 
 Doc = dict[str, dict[str, Any]]
@@ -86,6 +87,38 @@ def _expect(v: Any, fmt: str) -> Any:
     return _ini_value(v) if fmt == "ini" else v
 
 
+class Editor:
+    """Gold edit steps, one per change: sed for INI and TOML lines, Python for JSON."""
+
+    def __init__(self, path: str, fmt: str) -> None:
+        self.path, self.fmt = path, fmt
+
+    def _value(self, v: Any) -> str:
+        return _ini_value(v) if self.fmt == "ini" else json.dumps(v)
+
+    def _json(self, change: str) -> PlanStep:
+        return python(
+            f"import json\nd = json.load(open({self.path!r}))\n{change}\n"
+            f"json.dump(d, open({self.path!r}, 'w'), indent=2)"
+        )
+
+    def set(self, sec: str, key: str, v: Any) -> PlanStep:
+        if self.fmt == "json":
+            return self._json(f"d[{sec!r}][{key!r}] = {v!r}")
+        return run(f"sed -i 's/^{key} = .*/{key} = {self._value(v)}/' {self.path}")
+
+    def add(self, sec: str, values: dict[str, Any]) -> PlanStep:
+        if self.fmt == "json":
+            return self._json(f"d[{sec!r}] = {values!r}")
+        lines = "".join(f"{k} = {self._value(v)}\\n" for k, v in values.items())
+        return run(f"printf '\\n[{sec}]\\n{lines}' >> {self.path}")
+
+    def remove(self, sec: str, key: str) -> PlanStep:
+        if self.fmt == "json":
+            return self._json(f"del d[{sec!r}][{key!r}]")
+        return run(f"sed -i '/^{key} = /d' {self.path}")
+
+
 class ConfigEdit(Family):
     id = "term-config-edit"
     name = "A config file edit with validation"
@@ -93,7 +126,10 @@ class ConfigEdit(Family):
 
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
         fmt = rng.choice(["ini", "json", "toml"])
-        path = f"config/app.{fmt}"
+        folder = rng.choice(["config", "etc", "conf", "settings"])
+        path = f"{folder}/{rng.choice(['app', 'server', 'service', 'worker', 'api'])}.{fmt}"
+        edit = Editor(path, fmt)
+        edits: list[PlanStep] = []
         doc = _base(rng)
         new: Doc = {s: dict(v) for s, v in doc.items()}
         asks: list[str] = []
@@ -111,6 +147,9 @@ class ConfigEdit(Family):
             new[sec][key] = v
             changed[f"{sec}.{key}"] = v
             asks.append(f"set {key} in [{sec}] to {json.dumps(v)}")
+            edits.append(edit.set(sec, key, v))
+            if len(edits) == 1:  # the gold writes the file with this change, then edits it
+                edits[0] = write(path, render(new, fmt))
         if difficulty >= 3:
             w = rng.choice(WORDS)
             new["cache"] = {"backend": f"redis-{w}", "ttl": rng.randint(60, 900)}
@@ -120,15 +159,18 @@ class ConfigEdit(Family):
                 f'add a section [cache] with backend = "{new["cache"]["backend"]}" and '
                 f"ttl = {new['cache']['ttl']} (an integer)"
             )
+            edits.append(edit.add("cache", new["cache"]))
         if difficulty >= 4:
             del new["database"]["legacy_mode"]
             removed.append("database.legacy_mode")
             asks.append("remove the deprecated setting legacy_mode from [database]")
+            edits.append(edit.remove("database", "legacy_mode"))
         if difficulty >= 5:
             flag = sorted(doc["features"])[0]
             new["features"][flag] = not doc["features"][flag]
             changed[f"features.{flag}"] = new["features"][flag]
             asks.append(f"turn {flag} in [features] {'on' if new['features'][flag] else 'off'}")
+            edits.append(edit.set("features", flag, new["features"][flag]))
         instruction = (
             f"Edit /work/{path}: " + "; ".join(asks) + ". Keep every other setting as it is, and "
             f"keep the file valid {fmt.upper()}: `python3 tools/validate.py {path}` must pass."
@@ -178,7 +220,13 @@ class ConfigEdit(Family):
         return Draft(
             instruction=instruction,
             files=[file(path, render(doc, fmt)), file("tools/validate.py", VALIDATOR)],
-            gold=[write(path, render(new, fmt))],
+            gold=[
+                read(path),
+                run(f"python3 tools/validate.py {path}"),
+                *edits,
+                run(f"python3 tools/validate.py {path}"),
+            ],
+            shape=[fmt, *changed, *removed],
             tests=tests,
             knobs={"changes": len(asks)},
             goals=[fmt],

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import random
 
-from envfactory.tasks.types import PlanStep
 from envfactory.terminal.checks import exec_json
-from envfactory.terminal.family import WORDS, Draft, Family, q, run, write
+from envfactory.terminal.family import WORDS, Draft, Family, q, read, run, write
 from envfactory.terminal.gitobj import Repo
 
 # Runs in a check sandbox over a copy of the final files: git answers, as one JSON line.
@@ -15,10 +14,11 @@ QUERY = """
 import json, subprocess, sys
 out = {}
 for key, args in json.load(open(sys.argv[1])).items():
-    p = subprocess.run(["git", "-C", "repo", *args], capture_output=True, text=True)
+    p = subprocess.run(["git", "-C", sys.argv[2], *args], capture_output=True, text=True)
     out[key] = p.stdout.strip() if p.returncode == 0 else "exit %d" % p.returncode
 print("RESULT " + json.dumps(out))
 """
+FILE_EXTS = ("txt", "cfg", "ini", "md", "conf")
 Q_PATH = ".check/git_query.py"
 A_PATH = ".check/git_args.json"
 
@@ -33,10 +33,14 @@ class GitOperation(Family):
     description = "Commit, branch, tag, revert or cherry-pick in a git repository."
 
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
-        repo = Repo()
-        names = rng.sample(WORDS, 6)
-        files = {f"src/{n}.txt": _lines(rng, 3) for n in names[:3]}
-        files["README.md"] = f"# {names[3]}\n"
+        root = rng.choice(["repo", "project", "site", "service"]) + f"-{rng.choice(WORDS)}"
+        repo = Repo(root)
+        names = rng.sample(WORDS, 9)
+        files = {
+            f"{rng.choice(['src', 'conf', 'lib'])}/{n}.{rng.choice(FILE_EXTS)}": _lines(rng, 3)
+            for n in names[:5]
+        }
+        files["README.md"] = f"# {names[5]}\n"
         history = []
         head = None
         for i in range(2 + difficulty):
@@ -50,13 +54,14 @@ class GitOperation(Family):
         worktree = dict(files)
         checks: dict[str, tuple[list[str], str]] = {}
         kept: set[str] = set()  # checks that already hold at the start: gates
-        gold: list[PlanStep]
+        shape: list[str] = []
+        cd = f"cd {root} && "
         if difficulty == 1:
             path = rng.choice(sorted(files))
             worktree[path] += _lines(rng, 2)
             msg = f"Record {rng.choice(WORDS)} settings"
             instruction = (
-                f"In the git repository /work/repo, commit all the current changes on main "
+                f"In the git repository /work/{root}, commit all the current changes on main "
                 f"with the message: {msg}"
             )
             checks = {
@@ -65,31 +70,16 @@ class GitOperation(Family):
                 "parent": (["rev-parse", "HEAD^"], head),
                 "clean": (["status", "--porcelain"], ""),
             }
-            gold = [run(f"cd repo && git add -A && git commit -q -m {q(msg)}")]
-        elif difficulty == 2:
-            branch = f"feature/{names[4]}"
-            note = f"notes/{names[5]}.md"
-            text = f"# {names[5]}\n\n{_lines(rng, 2)}"
-            instruction = (
-                f"In /work/repo, create the branch {branch} from main, and commit on it a new "
-                f"file {note} holding exactly:\n{text}\nmain must not move."
-            )
-            checks = {
-                "main": (["rev-parse", "main"], head),
-                "note": (["show", f"{branch}:{note}"], text.strip()),
-                "parent": (["rev-parse", f"{branch}^"], head),
-            }
-            kept = {"main"}
             gold = [
-                run(f"cd repo && git checkout -q -b {q(branch)}"),
-                write(f"repo/{note}", text),
-                run(f"cd repo && git add {q(note)} && git commit -q -m 'Add note'"),
+                run(cd + "git status"),
+                read(f"{root}/{path}"),
+                run(cd + f"git add -A && git commit -q -m {q(msg)}"),
             ]
-        elif difficulty == 3:
+        elif difficulty == 2:
             sha, msg, _ = rng.choice(history[:-1])
-            tag = f"v1.{rng.randint(0, 9)}.{rng.randint(0, 9)}"
+            tag = f"v{rng.randint(1, 3)}.{rng.randint(0, 9)}.{rng.randint(0, 9)}"
             instruction = (
-                f"In /work/repo, tag the commit whose message is '{msg}' as {tag}. Do not "
+                f"In /work/{root}, tag the commit whose message is '{msg}' as {tag}. Do not "
                 "change any branch."
             )
             checks = {
@@ -97,20 +87,25 @@ class GitOperation(Family):
                 "main": (["rev-parse", "main"], head),
             }
             kept = {"main"}
-            gold = [run(f"cd repo && git tag {q(tag)} $(git log --format=%H -F --grep={q(msg)})")]
-        elif difficulty == 4:
-            bad_path = f"src/{names[0]}.txt"
+            gold = [
+                run(cd + "git log --oneline"),
+                run(cd + f"git tag {q(tag)} $(git log --format=%H -F --grep={q(msg)})"),
+                run(cd + f"git show --stat {q(tag)}"),
+            ]
+        elif difficulty == 3:
+            bad_path = rng.choice(sorted(files))
             before = files[bad_path]
-            files[bad_path] = before + "debug = true\n"
-            bad = repo.commit(files, "Enable debug output", [head])
-            other = sorted(p for p in files if p != bad_path)[0]
+            files[bad_path] = before + f"debug_{rng.choice(WORDS)} = true\n"
+            bad_msg = f"Enable {rng.choice(WORDS)} debug output"
+            bad = repo.commit(files, bad_msg, [head])
+            other = rng.choice(sorted(p for p in files if p != bad_path))
             files[other] += _lines(rng, 1)
             head = repo.commit(files, f"Tidy {other.split('/')[-1]}", [bad])
             repo.refs["heads/main"] = head
             worktree = dict(files)
             instruction = (
-                "In /work/repo, the commit 'Enable debug output' was a mistake. Undo it with a "
-                "new commit on main (keep the history: do not rewrite it)."
+                f"In /work/{root}, the commit '{bad_msg}' was a mistake. Undo it with a new "
+                "commit on main (keep the history: do not rewrite it)."
             )
             checks = {
                 "undone": (["show", f"HEAD:{bad_path}"], before.strip()),
@@ -119,32 +114,71 @@ class GitOperation(Family):
                 "clean": (["status", "--porcelain"], ""),
             }
             kept = {"kept", "history", "clean"}
-            gold = [run(f"cd repo && git revert --no-edit {bad}")]
-        else:
-            fix_path, other = f"src/{names[1]}.txt", f"src/{names[2]}.txt"
-            side = dict(files)
-            side[other] += "experiment = on\n"
-            c1 = repo.commit(side, "Try an experiment", [head])
-            side[fix_path] = side[fix_path].replace(" = ", " := ", 1)
-            fix_msg = f"Fix the {names[1]} syntax"
-            c2 = repo.commit(side, fix_msg, [c1])
-            repo.refs["heads/hotfix"] = c2
-            fixed = files[fix_path].replace(" = ", " := ", 1)
+            gold = [
+                run(cd + "git log --oneline"),
+                run(cd + f"git show --stat {bad}"),
+                run(cd + f"git revert --no-edit {bad}"),
+                run(cd + "git status"),
+            ]
+        elif difficulty == 4:
+            branch = f"feature/{names[6]}"
+            note = f"notes/{names[7]}.md"
+            text = f"# {names[7]}\n\n{_lines(rng, 2)}"
             instruction = (
-                f"In /work/repo, bring only the commit '{fix_msg}' from the branch hotfix onto "
-                "main (as one new commit on main); leave hotfix as it is."
+                f"In /work/{root}, create the branch {branch} from main, and commit on it a "
+                f"new file {note} holding exactly:\n{text}\nmain must not move."
             )
             checks = {
-                "fixed": (["show", f"main:{fix_path}"], fixed.strip()),
-                "not_experiment": (["show", f"main:{other}"], files[other].strip()),
-                "parent": (["rev-parse", "main^"], head),
-                "hotfix": (["rev-parse", "hotfix"], c2),
+                "main": (["rev-parse", "main"], head),
+                "note": (["show", f"{branch}:{note}"], text.strip()),
+                "parent": (["rev-parse", f"{branch}^"], head),
             }
-            kept = {"not_experiment", "hotfix"}
-            gold = [run(f"cd repo && git checkout -q main && git cherry-pick {c2}")]
+            kept = {"main"}
+            gold = [
+                run(cd + "git log --oneline -3"),
+                run(cd + f"git checkout -q -b {q(branch)}"),
+                write(f"{root}/{note}", text),
+                run(cd + f"git add {q(note)} && git commit -q -m 'Add note'"),
+            ]
+        else:
+            paths = rng.sample(sorted(p for p in files if p != "README.md"), 5)
+            side, commits, fixes = dict(files), [], []
+            n_fix = rng.randint(2, 4)
+            kinds = ["fix"] * n_fix + ["try"] * rng.randint(1, 5 - n_fix)
+            rng.shuffle(kinds)
+            parent = head
+            for kind, path in zip(kinds, paths, strict=False):
+                if kind == "fix":
+                    side[path] = side[path].replace(" = ", " := ", 1)
+                    msg = f"Fix the {path.split('/')[-1]} syntax"
+                else:
+                    side[path] += f"experiment_{rng.choice(WORDS)} = on\n"
+                    msg = f"Try an experiment in {path.split('/')[-1]}"
+                parent = repo.commit(side, msg, [parent])
+                commits.append((kind, path, parent))
+                fixes += [parent] if kind == "fix" else []
+                shape.append(f"{kind}:{path.rsplit('.', 1)[1]}")
+            repo.refs["heads/hotfix"] = parent
+            instruction = (
+                f"In /work/{root}, bring the commits of the branch hotfix whose messages start "
+                "with 'Fix' onto main, in their order (one new commit on main for each); leave "
+                "hotfix as it is."
+            )
+            checks = {"parent": (["rev-parse", f"main~{len(fixes)}"], head)}
+            for kind, path, _ in commits:
+                key = f"{kind}:{path}"
+                want = side[path] if kind == "fix" else files[path]
+                checks[key] = (["show", f"main:{path}"], want.strip())
+                if kind == "try":
+                    kept.add(key)
+            checks["hotfix"] = (["rev-parse", "hotfix"], parent)
+            kept.add("hotfix")
+            gold = [run(cd + "git log --oneline main..hotfix")]
+            gold += [run(cd + f"git cherry-pick {c}") for c in fixes]
+            gold.append(run(cd + "git log --oneline -5"))
         args = json.dumps({k: a for k, (a, _) in checks.items()})
         inject = {Q_PATH: QUERY, A_PATH: args}
-        command = f"python3 {Q_PATH} {A_PATH}"
+        command = f"python3 {Q_PATH} {A_PATH} {root}"
         tests = [
             exec_json(f"git {key}", command, inject, key, want, gate=key in kept)
             for key, (_, want) in checks.items()
@@ -156,4 +190,5 @@ class GitOperation(Family):
             tests=tests,
             knobs={"commits": len(history)},
             goals=["git"],
+            shape=shape,
         )

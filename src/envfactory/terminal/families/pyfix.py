@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envfactory.terminal.checks import exec_json
-from envfactory.terminal.family import WORDS, Draft, Family, write
+from envfactory.terminal.family import WORDS, Draft, Family, python, read, run, write
 from envfactory.terminal.fs import FileSpec, file
 
 Gen = Callable[[random.Random], list[Any]]
@@ -182,6 +182,13 @@ print("RESULT " + json.dumps(out))
 )
 
 
+REPLACE = """
+import pathlib
+p = pathlib.Path({path!r})
+p.write_text(p.read_text().replace({old!r}, {new!r}, 1))
+"""
+
+
 def _source(chosen: list[tuple[Template, str]]) -> str:
     parts = ['"""Small helpers used across the app."""\n']
     for t, body in chosen:
@@ -214,7 +221,7 @@ class PythonFix(Family):
         n_bugs = (1, 1, 2, 2, 3)[difficulty - 1]
         templates = rng.sample(TEMPLATES, n_funcs)
         buggy = set(rng.sample(range(n_funcs), n_bugs))
-        module = rng.choice(["helpers", "utils", "tools", "lib"]) + f"_{rng.choice(WORDS)}"
+        module = "_".join(rng.sample(WORDS, 2))
         visible: dict[str, list[tuple[list[Any], Any]]] = {}
         hidden: dict[str, list[list[Any]]] = {}
         expected: dict[str, list[Any]] = {}
@@ -255,10 +262,24 @@ class PythonFix(Family):
         ]
         checks.append(("unit tests pass", "unit_tests", True, True))
         tests = [exec_json(n, command, inject, key, v, gate) for n, key, v, gate in checks]
+        path = f"app/{module}.py"
+        gold = [
+            run("python3 -m unittest 2>&1 | tail -n 20"),
+            read(path),
+            read(f"tests/test_{module}.py"),
+        ]
+        fixes = [(t, body) for i, (t, body) in enumerate(chosen) if i in buggy]
+        for t, body in fixes[:-1]:
+            wrong = f"def {t.name}({t.params}):\n    {body}\n"
+            right = f"def {t.name}({t.params}):\n    {t.body}\n"
+            gold.append(python(REPLACE.format(path=path, old=wrong, new=right)))
+        gold += [write(path, fixed), run("python3 -m unittest")]
+        shape = [f"{len(chosen)} functions", *(f"fix:{t.name}" for t, _ in fixes)]
         return Draft(
             instruction=instruction,
             files=files,
-            gold=[write(f"app/{module}.py", fixed)],
+            gold=gold,
+            shape=shape,
             tests=tests,
             knobs={"functions": n_funcs, "bugs": n_bugs},
             goals=["python-fix"],
