@@ -74,7 +74,10 @@ def _free_port() -> int:
 def _server(args: list[str], port: int) -> Iterator[int]:
     """Start a server subprocess, wait for ``/health``, yield its pid, stop it."""
     proc = subprocess.Popen(
-        [sys.executable, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [sys.executable, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: _pin(SERVER_CPU),
     )
     try:
         deadline = time.monotonic() + 60
@@ -95,6 +98,16 @@ def _server(args: list[str], port: int) -> Iterator[int]:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+SERVER_CPU, CLIENT_CPU = 0, 1
+
+
+def _pin(cpu: int) -> None:
+    """Keep a process on one core (when there are two): the server on one, the load on the
+    other, so a multi-threaded server cannot take the load generator's core."""
+    if (os.cpu_count() or 1) >= 2 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {cpu})
 
 
 def _rss_mb(pid: int) -> float:
@@ -207,6 +220,7 @@ def _summary(prefix: str, phases: tuple[Load, Load, float]) -> dict[str, Any]:
 def run_bench(s: BenchSettings) -> dict[str, Any]:
     """Run every phase and return the JSON record."""
     _raise_fd_limit()
+    _pin(CLIENT_CPU)
     with contextlib.suppress(ImportError):
         import uvloop
 
@@ -241,5 +255,8 @@ def run_bench(s: BenchSettings) -> dict[str, Any]:
                 out |= _summary("openenv_", asyncio.run(_phases(peer_url, ECHO_CALL, s, pid)))
             progress.advance(bar)
             out["ratio"] = round(out["echo_calls_per_s"] / max(out["openenv_calls_per_s"], 1), 2)
+            cpu_ours = max(out["echo_server_cpu_us_per_call"], 1e-9)
+            out["cpu_ratio"] = round(out["openenv_server_cpu_us_per_call"] / cpu_ours, 2)
     out["cpus"] = os.cpu_count()
+    out["load_avg_1m"] = round(os.getloadavg()[0], 2)
     return out
