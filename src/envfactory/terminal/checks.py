@@ -261,10 +261,11 @@ _STATIC: dict[str, Callable[[Tree, dict[str, Any]], Outcome]] = {
 
 
 def judge(test: CompletionTest, tree: Tree, runner: ExecRunner | None) -> Outcome:
-    """(passed, why). ``exec`` tests need a runner; without one they do not pass."""
+    """(passed, why). ``exec`` tests need a runner: without one (nothing changed since the
+    start, where every score test is known to fail) they are not run and do not pass."""
     if test.kind == "exec":
         if runner is None:
-            return False, "not run"
+            return False, "not run: the files are as they were at the start"
         return _exec(runner(test.args["command"], test.args.get("files", {})), test.args)
     return _STATIC[test.kind](tree, test.args)
 

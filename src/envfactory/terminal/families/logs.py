@@ -18,13 +18,10 @@ MESSAGES = ("request done", "cache miss", "retrying", "timeout upstream", "user 
 START = datetime(2024, 3, 1, 8, 0, 0)
 
 GOLD = """
-import glob, gzip, json, os
-lines = []
-folder, out = {folder!r}, {out!r}
-for path in sorted(glob.glob(folder + "/*.log")) + sorted(glob.glob(folder + "/*.log.gz")):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        lines += [ln.split() for ln in f if ln.strip()]
+import json, os
+source, out = {source!r}, {out!r}
+with open(source) as f:
+    lines = [ln.split() for ln in f if ln.strip()]
 window = {window!r}
 if window:
     lines = [p for p in lines if window[0] <= p[0] <= window[1]]
@@ -140,7 +137,12 @@ class LogReport(Family):
             )
             for k in keys
         ]
-        script = GOLD.format(folder=folder, out=out, window=window, keys=keys)
+        gold += [run(f"gunzip -k {f.path}") for f in files if f.path.endswith(".gz")]
+        source = files[0].path
+        if n_files > 1:  # one file of every line, the compressed ones unpacked first
+            source = "all.log"
+            gold.append(run(f"cat {folder}/*.log > all.log"))
+        script = GOLD.format(source=source, out=out, window=window, keys=keys)
         gold += [write("analyze.py", script.strip() + "\n"), run("python3 analyze.py")]
         return Draft(
             instruction=instruction,
