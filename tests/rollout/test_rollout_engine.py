@@ -51,7 +51,7 @@ def test_scripted_policies_through_the_engine(policy: str, reward: float) -> Non
 
 def test_every_executor_gives_the_same_episodes() -> None:
     results = {}
-    for kind in ("auto", "sliced", "thread", "direct"):
+    for kind in ("auto", "worker", "sliced", "thread", "direct"):
         _, records = run("noisy-oracle", env_executor=kind)
         results[kind] = sorted((r.episode_id, r.reward, r.state_hash) for r in records)
     assert len({tuple(v) for v in results.values()}) == 1
@@ -208,3 +208,14 @@ def test_async_api_inside_a_running_loop() -> None:
             await engine.aclose()
 
     assert asyncio.run(main()).reward_mean == 1.0
+
+
+def test_rollout_benchmark_reports_its_numbers() -> None:
+    """A small instance of ``envfactory bench --rollout`` (the real one holds 10,000)."""
+    from envfactory.bench.rollout import bench_rollout
+
+    result = bench_rollout(live=300, throughput_concurrency=32, executors=("worker",), tasks=50)
+    assert result.live_peak == 300 and result.steps_per_s > 0
+    assert [r.run for r in result.runs] == ["capacity", "throughput"]
+    for r in result.runs:
+        assert r.reward_mean == 1.0 and r.steps > 0 and r.loop_lag_ms_p99 is not None

@@ -28,11 +28,19 @@ def bench(
     sandbox: bool = typer.Option(
         False, "--sandbox", help="Measure the terminal worlds' sandbox instead."
     ),
+    rollout: bool = typer.Option(
+        False, "--rollout", help="Measure the rollout engine: live episodes, steps/s, loop lag."
+    ),
 ) -> None:
     """Measure reset, step, evaluate, synthesis and memory per live episode (medians)."""
     result: BaseModel
     if sandbox:
         result = _bench_sandbox()
+    elif rollout:
+        from envfactory.bench.rollout import bench_rollout
+
+        with err_console.status("benchmarking the rollout engine (10,000 live episodes)"):
+            result = bench_rollout(env_id)
     else:
         with err_console.status(f"benchmarking {env_id}"):
             result = bench_world(env_id)

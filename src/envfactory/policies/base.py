@@ -88,6 +88,9 @@ class PolicySession(Protocol):
 
 class RolloutPolicy(Protocol):
     name: str
+    local: bool
+    """In-process and synchronous underneath: replies without waiting, so per-call timeouts
+    and retries do not apply."""
 
     @property
     def info(self) -> ModelInfo: ...

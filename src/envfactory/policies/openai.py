@@ -172,6 +172,8 @@ class OpenAIPolicy:
     max_tokens, seed, ...) is passed through; ``policy_version`` is recorded on every call
     (a trainer sets it when it pushes new weights)."""
 
+    local = False
+
     def __init__(
         self,
         base_url: str,

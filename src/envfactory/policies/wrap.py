@@ -67,6 +67,8 @@ class ScriptedPolicy:
     """A scripted policy by name (``oracle``, ``noop``, ``random``, ``noisy-oracle``), one
     fresh instance per episode."""
 
+    local = True
+
     def __init__(self, name: str, **kwargs: Any) -> None:
         scripted(name, **kwargs)  # fail now on an unknown name
         self.name = name

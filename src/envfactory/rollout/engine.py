@@ -11,11 +11,13 @@ store: complete groups are skipped, checkpointed episodes continue, the rest run
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import math
 import random
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -25,7 +27,15 @@ from envfactory.harness.config import HarnessConfig
 from envfactory.harness.context import Summariser
 from envfactory.policies.base import RolloutPolicy
 from envfactory.registry import make
-from envfactory.rollout.executor import EnvExecutor, Lane, ThreadExecutor, make_executor
+from envfactory.rollout.executor import (
+    AutoExecutor,
+    DirectExecutor,
+    EnvExecutor,
+    Lane,
+    SlicedExecutor,
+    ThreadExecutor,
+    WorkerExecutor,
+)
 from envfactory.rollout.lag import LagMonitor
 from envfactory.rollout.play import Play, Sample
 from envfactory.rollout.summary import RolloutStats, RunSummary
@@ -34,6 +44,26 @@ from envfactory.trajectory.record import EpisodeRecord
 from envfactory.trajectory.store import Entry, TrajectoryStore
 
 Listener = Callable[[EpisodeRecord], None]
+
+
+@contextlib.contextmanager
+def quiet_gc(enabled: bool) -> Iterator[None]:
+    """Keep the cyclic garbage collector from pausing the loop during a run. Thousands of live
+    episodes hold millions of objects, and a full collection walks all of them (over a second
+    here, every few seconds). So what exists before the run (worlds, tasks) is frozen out of
+    every collection, and full collections wait for the run's end; the young generations are
+    still collected as usual. Finished episodes are freed at once by reference counting."""
+    if not enabled:
+        yield
+        return
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(old[0], old[1], 1_000_000_000)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
 
 
 class RolloutEngine:
@@ -68,6 +98,8 @@ class RolloutEngine:
         self.checkpoint_errors = 0
         self._pool = ThreadPoolExecutor(self.config.env_threads, thread_name_prefix="env")
         self._executors: dict[str, EnvExecutor] = {}
+        self._worker = WorkerExecutor()
+        self._sliced = SlicedExecutor(self.config.slice_ms / 1000)
         self._synth = ThreadExecutor(self._pool)
         self._tools: dict[str, list[dict[str, Any]]] = {}
         self._slots: asyncio.Semaphore | None = None
@@ -81,10 +113,17 @@ class RolloutEngine:
         if ex is None:
             kind = self.config.env_executor
             user = getattr(getattr(self.episode_config, "user", None), "kind", "scripted")
-            if kind == "auto" and (env.kind != "db" or user != "scripted"):
+            blocking = env.kind != "db" or user != "scripted"
+            if kind == "thread" or (kind == "auto" and blocking):
                 ex = ThreadExecutor(self._pool)
+            elif kind == "auto":
+                ex = AutoExecutor(self._worker, self._pool)
+            elif kind == "worker":
+                ex = self._worker
+            elif kind == "sliced":
+                ex = self._sliced
             else:
-                ex = make_executor(kind, self._pool, self.config.slice_ms / 1000)
+                ex = DirectExecutor()
             self._executors[env.id] = ex
         return ex
 
@@ -129,18 +168,19 @@ class RolloutEngine:
         self._slots = asyncio.Semaphore(cfg.concurrency)
         per_group = cfg.group_size + cfg.oversample
         groups = asyncio.Semaphore(math.ceil(cfg.concurrency / per_group) + 1)
+        every = max(1, 256 // per_group)  # episodes started per turn of the loop, at most
         t0 = time.perf_counter()
-        async with LagMonitor() as lag, asyncio.TaskGroup() as tg:
-            for i, ref in enumerate(refs):
-                if self.stopping:
-                    break
-                await groups.acquire()
-                job = tg.create_task(
-                    self._group(ref, recorded.get(ref.group_id, []), partial.get(ref.group_id, []))
-                )
-                job.add_done_callback(lambda _: groups.release())
-                if i % 64 == 63:
-                    await asyncio.sleep(0)  # let the groups started so far begin
+        with quiet_gc(cfg.gc_tuning):
+            async with LagMonitor() as lag, asyncio.TaskGroup() as tg:
+                for i, ref in enumerate(refs):
+                    if self.stopping:
+                        break
+                    await groups.acquire()
+                    recs, parts = recorded.get(ref.group_id, []), partial.get(ref.group_id, [])
+                    job = tg.create_task(self._group(ref, recs, parts))
+                    job.add_done_callback(lambda _: groups.release())
+                    if i % every == every - 1:
+                        await asyncio.sleep(0)  # let the groups started so far begin
         return self.stats.summary(
             time.perf_counter() - t0,
             peak_live=self.peak_live,
@@ -170,7 +210,8 @@ class RolloutEngine:
         want, budget = k + cfg.oversample, k + cfg.oversample + cfg.replace_failed
         used = {e.sample_index for e in recorded}
         resumes = deque(sorted(partial, key=lambda r: r.sample_index))
-        running: dict[asyncio.Task[EpisodeRecord | None], int] = {}
+        running: set[asyncio.Task[EpisodeRecord | None]] = set()
+        finished: asyncio.Queue[asyncio.Task[EpisodeRecord | None]] = asyncio.Queue()
         index = 0
 
         def launch() -> None:
@@ -189,22 +230,23 @@ class RolloutEngine:
                     i = index
                 used.add(i)
                 sample = Sample(ref.group_id, episode_id(ref.group_id, i), i, resume)
-                running[asyncio.create_task(self._episode(sample, env, task))] = i
+                job = asyncio.create_task(self._episode(sample, env, task))
+                job.add_done_callback(finished.put_nowait)
+                running.add(job)
 
         launch()
         while running:
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for job in done:
-                del running[job]
-                rec = job.result()
-                if rec is None:
-                    stats.paused += 1
-                elif kept >= k and rec.status != "infra_error":
-                    stats.discarded += 1
-                else:
-                    await self._record(rec)
-                    attempts += 1
-                    kept += rec.status != "infra_error"
+            job = await finished.get()
+            running.discard(job)
+            rec = job.result()
+            if rec is None:
+                stats.paused += 1
+            elif kept >= k and rec.status != "infra_error":
+                stats.discarded += 1
+            else:
+                await self._record(rec)
+                attempts += 1
+                kept += rec.status != "infra_error"
             if kept >= k:
                 for job in running:
                     job.cancel()
@@ -237,4 +279,5 @@ class RolloutEngine:
     async def aclose(self) -> None:
         """Release the policy's connections and the environment threads."""
         await self.policy.aclose()
+        self._worker.shutdown()
         self._pool.shutdown(wait=False, cancel_futures=True)

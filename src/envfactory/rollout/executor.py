@@ -1,17 +1,26 @@
 """Where environment work runs, so that it never blocks the event loop.
 
-Database worlds are fast (reset ~25 µs, step ~40 µs): handing each call to a thread costs more
-than the call. :class:`SlicedExecutor` runs them on the loop instead, queued and executed in
-slices of a few milliseconds, after which the loop serves timers and I/O again; the loop is
-never held longer than one slice, however many episodes are live. Worlds that may block (a
-sandbox, a user simulated by a model over HTTP) run in a thread pool (:class:`ThreadExecutor`).
-:class:`AutoExecutor` starts sliced and moves an environment to threads for good the first time
-one of its calls is slow. ``envfactory bench --rollout`` measures the choices.
+Database worlds are fast (reset ~25 µs, step ~40 µs): handing each call to a thread pool costs
+more than the call. Two ways keep them off the loop's critical path:
+
+- :class:`SlicedExecutor` runs them on the loop, queued and executed in slices of a few
+  milliseconds, after which the loop serves timers and I/O again; the loop is never held
+  longer than one slice, however many episodes are live.
+- :class:`WorkerExecutor` runs them in one dedicated thread, in batches, and hands the results
+  back to the loop a batch at a time; SQLite releases the GIL while it works, so the world's
+  queries run beside the engine's own Python on a second core.
+
+Worlds that may block (a sandbox, a user simulated by a model over HTTP) run in a thread pool
+(:class:`ThreadExecutor`). :class:`AutoExecutor` starts on the worker and moves an environment
+to the pool for good the first time one of its calls is slow. ``envfactory bench --rollout``
+measures the choices.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -19,16 +28,19 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
-ExecutorKind = Literal["auto", "sliced", "thread", "direct"]
+ExecutorKind = Literal["auto", "worker", "sliced", "thread", "direct"]
 
 
 class EnvExecutor(Protocol):
     @property
     def kind(self) -> str:
-        """Where the work runs now: direct, sliced or thread."""
+        """Where the work runs now: worker, sliced, thread or direct."""
 
     async def call(self, fn: Callable[[], T], lane: Lane) -> T:
         """Run ``fn`` (environment work) and return its result."""
+
+    def close(self, lane: Lane, release: Callable[[], None]) -> None:
+        """Run ``release`` once none of the lane's work can still be running."""
 
 
 class Lane:
@@ -55,6 +67,9 @@ class DirectExecutor:
     async def call(self, fn: Callable[[], T], lane: Lane) -> T:
         return fn()
 
+    def close(self, lane: Lane, release: Callable[[], None]) -> None:
+        release()
+
 
 class SlicedExecutor:
     """Runs queued work on the loop in slices of at most ``slice_s`` seconds."""
@@ -63,7 +78,6 @@ class SlicedExecutor:
 
     def __init__(self, slice_s: float = 0.004) -> None:
         self.slice_s = slice_s
-        self.slowest_s = 0.0
         self._queue: deque[tuple[Callable[[], Any], asyncio.Future[Any]]] = deque()
         self._scheduled = False
 
@@ -78,26 +92,110 @@ class SlicedExecutor:
 
     def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
         clock = time.perf_counter
-        start = clock()
-        deadline = start + self.slice_s
+        deadline = clock() + self.slice_s
         queue = self._queue
         while queue:
             fn, fut = queue.popleft()
             if fut.cancelled():
                 continue
-            t0 = clock()
             try:
                 fut.set_result(fn())
             except Exception as exc:
                 fut.set_exception(exc)
-            t1 = clock()
-            self.slowest_s = max(self.slowest_s, t1 - t0)
-            if t1 >= deadline:
+            if clock() >= deadline:
                 break
         if queue:
             loop.call_soon(self._drain, loop)
         else:
             self._scheduled = False
+
+    def close(self, lane: Lane, release: Callable[[], None]) -> None:
+        release()  # single-threaded: a lane's work has either run or been skipped
+
+
+Job = tuple[Callable[[], Any], "asyncio.Future[Any] | None", "asyncio.AbstractEventLoop | None"]
+
+
+class WorkerExecutor:
+    """Runs work in one dedicated thread; results go back to the loop in batches of at most
+    ``batch_s`` seconds of work (one wake-up of the loop per batch)."""
+
+    kind: str = "worker"
+
+    def __init__(self, batch_s: float = 0.002) -> None:
+        self.batch_s = batch_s
+        self._inbox: deque[Job | None] = deque()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    async def call(self, fn: Callable[[], T], lane: Lane) -> T:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+        self._submit((fn, fut, loop))
+        return await fut
+
+    def close(self, lane: Lane, release: Callable[[], None]) -> None:
+        self._submit((release, None, None))  # after anything of the lane still queued
+
+    def _submit(self, job: Job | None) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="env-worker", daemon=True)
+            self._thread.start()
+        self._inbox.append(job)
+        self._wake.set()
+
+    def _run(self) -> None:
+        inbox, clock = self._inbox, time.perf_counter
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            while inbox:
+                out: list[tuple[asyncio.Future[Any], bool, Any]] = []
+                target: asyncio.AbstractEventLoop | None = None
+                deadline = clock() + self.batch_s
+                while inbox and clock() < deadline:
+                    job = inbox.popleft()
+                    if job is None:
+                        self._deliver_to(target, out)
+                        return
+                    fn, fut, loop = job
+                    if fut is not None and fut.cancelled():
+                        continue
+                    if loop is not target and out:
+                        self._deliver_to(target, out)
+                        out = []
+                    target = loop
+                    try:
+                        result: tuple[bool, Any] = (True, fn())
+                    except Exception as exc:
+                        result = (False, exc)
+                    if fut is not None:
+                        out.append((fut, *result))
+                self._deliver_to(target, out)
+
+    @staticmethod
+    def _deliver_to(
+        loop: asyncio.AbstractEventLoop | None, out: list[tuple[asyncio.Future[Any], bool, Any]]
+    ) -> None:
+        if loop is not None and out:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting
+                loop.call_soon_threadsafe(_deliver, out)
+
+    def shutdown(self) -> None:
+        if self._thread is not None:
+            self._submit(None)
+            self._thread.join()
+            self._thread = None
+
+
+def _deliver(out: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for fut, ok, value in out:
+        if fut.done():
+            continue
+        if ok:
+            fut.set_result(value)
+        else:
+            fut.set_exception(value)
 
 
 class ThreadExecutor:
@@ -113,32 +211,38 @@ class ThreadExecutor:
         lane.last = fut
         return await asyncio.wrap_future(fut)
 
+    def close(self, lane: Lane, release: Callable[[], None]) -> None:
+        lane.close(release)
+
 
 class AutoExecutor:
-    """Sliced while every call is fast; threads from the first call slower than ``slow_s``."""
+    """On the shared worker while every call is fast; in the pool from the first call slower
+    than ``slow_s`` (one slow world must not hold up the others queued behind it)."""
 
-    def __init__(self, pool: ThreadPoolExecutor, slice_s: float = 0.004, slow_s: float = 0.02):
-        self.sliced = SlicedExecutor(slice_s)
+    def __init__(self, worker: WorkerExecutor, pool: ThreadPoolExecutor, slow_s: float = 0.02):
+        self.worker = worker
         self.thread = ThreadExecutor(pool)
         self.slow_s = slow_s
+        self.slow = False
 
     @property
     def kind(self) -> str:
-        return "thread" if self.sliced.slowest_s > self.slow_s else "sliced"
+        return "thread" if self.slow else "worker"
 
     async def call(self, fn: Callable[[], T], lane: Lane) -> T:
-        if self.sliced.slowest_s > self.slow_s:
+        if self.slow:
             return await self.thread.call(fn, lane)
-        return await self.sliced.call(fn, lane)
 
+        def timed() -> T:
+            t0 = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                if time.perf_counter() - t0 > self.slow_s:
+                    self.slow = True
 
-def make_executor(
-    kind: ExecutorKind, pool: ThreadPoolExecutor, slice_s: float = 0.004
-) -> EnvExecutor:
-    if kind == "direct":
-        return DirectExecutor()
-    if kind == "sliced":
-        return SlicedExecutor(slice_s)
-    if kind == "thread":
-        return ThreadExecutor(pool)
-    return AutoExecutor(pool, slice_s)
+        return await self.worker.call(timed, lane)
+
+    def close(self, lane: Lane, release: Callable[[], None]) -> None:
+        # a lane whose work never went to the pool may still have work queued on the worker
+        (self.worker if lane.last is None else self.thread).close(lane, release)

@@ -69,4 +69,5 @@ class EngineConfig(BaseModel):
     env_executor: ExecutorKind = "auto"
     env_threads: int = Field(32, ge=1, description="threads for environments that block")
     slice_ms: float = Field(4.0, gt=0, description="longest run of environment work on the loop")
+    gc_tuning: bool = Field(True, description="keep full garbage collections out of the run")
     seed: int = 0
