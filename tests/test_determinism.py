@@ -14,7 +14,7 @@ import json, sys, envfactory
 out = []
 for env_id in envfactory.list_envs():
     env = envfactory.make(env_id)
-    for split in ("train", "validation", "test"):
+    for split in env.splits:
         for d in env.difficulties:
             for i in (0, 7):
                 t = env.task(split, d, i)

@@ -25,7 +25,8 @@ def test_builtin_domains_have_shape(db_env: Environment) -> None:
     assert info.goal_templates >= 5
     assert info.rules >= 1
     assert len(info.difficulties) >= 5
-    assert 700 <= info.rows <= 1500, "default worlds hold about a thousand rows"
+    if not db_env.world.imported:  # an imported world is the size of its data
+        assert 700 <= info.rows <= 1500, "default worlds hold about a thousand rows"
     kinds = {a.kind for a in db_env.spec.actions}
     assert kinds == {"read", "write"}
 

@@ -84,5 +84,5 @@ def test_tool_schemas_in_both_forms(db_env: Environment) -> None:
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert set(schema["required"]) <= set(schema["properties"])
         for prop in schema["properties"].values():
-            assert prop["type"] in ("string", "integer", "number", "boolean")
+            assert prop["type"] in ("string", "integer", "number", "boolean", "array")
             assert prop["description"]

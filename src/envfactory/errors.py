@@ -18,6 +18,10 @@ class UnknownEnvironment(EnvFactoryError, KeyError):
         return str(self.args[0]) if self.args else "unknown environment"
 
 
+class EnvironmentUnavailable(UnknownEnvironment):
+    """An environment is known but cannot be made here: its data or runtime is missing."""
+
+
 class SynthesisError(EnvFactoryError):
     """No valid task could be made for a (split, difficulty, index)."""
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from envfactory.domain.loader import builtin_domain_files, load_domain
 from envfactory.env import Environment
-from envfactory.errors import DomainError, UnknownEnvironment
+from envfactory.errors import DomainError, EnvironmentUnavailable, UnknownEnvironment
 from envfactory.world.environment import DatabaseEnvironment
 
 Factory = Callable[..., Environment]
@@ -17,9 +17,10 @@ Factory = Callable[..., Environment]
 # Modules whose import registers built-in environments of other kinds (terminal, ...).
 # Each calls ``register`` at import time; a kind whose runtime is missing still registers
 # and says so when an episode starts.
-BUILTIN_MODULES: list[str] = ["envfactory.terminal.builtin"]
+BUILTIN_MODULES: list[str] = ["envfactory.terminal.builtin", "envfactory.peers.tau2.register"]
 
 _FACTORIES: dict[str, Factory] = {}
+_UNAVAILABLE: dict[str, str] = {}  # env id -> why it cannot be made here
 _MADE: dict[tuple[str, int, float], Environment] = {}
 _LOCK = threading.RLock()
 _builtins_loaded = False
@@ -31,6 +32,13 @@ def register(env_id: str, factory: Factory, *, overwrite: bool = False) -> None:
         if env_id in _FACTORIES and not overwrite:
             raise ValueError(f"environment {env_id!r} is already registered")
         _FACTORIES[env_id] = factory
+
+
+def register_unavailable(env_id: str, reason: str) -> None:
+    """Name an environment that cannot be made here (its data is missing): ``make`` raises
+    :class:`EnvironmentUnavailable` with ``reason``, and ``list_envs`` leaves it out."""
+    with _LOCK:
+        _UNAVAILABLE[env_id] = reason
 
 
 def register_domain_file(path: str | Path, *, overwrite: bool = False) -> str:
@@ -77,6 +85,8 @@ def build(env_id: str, *, seed: int = 0, scale: float = 1.0) -> Environment:
     """A new, unshared instance of ``env_id`` (``make`` returns the shared one)."""
     _load_builtins()
     factory = _FACTORIES.get(env_id)
+    if factory is None and env_id in _UNAVAILABLE:
+        raise EnvironmentUnavailable(f"{env_id} is not available here: {_UNAVAILABLE[env_id]}")
     if factory is None:
         raise UnknownEnvironment(
             f"no environment {env_id!r}; known: {', '.join(sorted(_FACTORIES))}"

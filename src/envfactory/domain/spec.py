@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 FieldType = Literal["string", "integer", "number", "boolean", "date", "ref"]
-ParamType = Literal["string", "integer", "number", "boolean"]
+ScalarType = Literal["string", "integer", "number", "boolean"]
+ParamType = Literal["string", "integer", "number", "boolean", "array"]
 
 _IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -135,6 +136,8 @@ class ParamSpec(_Spec):
     maximum: float | None = None
     max_length: int = 200
     format: Literal["date"] | None = None
+    items: ScalarType = Field("string", description="for type array: the elements' type")
+    max_items: int = Field(50, ge=0, description="for type array: the most elements")
 
 
 class RowsSpec(_Spec):

@@ -10,7 +10,13 @@ from typing import Any
 from envfactory.domain.spec import ParamSpec
 from envfactory.tools.result import ToolFailure
 
-_JSON_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean"}
+_JSON_TYPES = {
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+    "array": "array",
+}
 MAX_ARGUMENT_BYTES = 20_000
 
 
@@ -19,6 +25,9 @@ def json_schema(params: Mapping[str, ParamSpec]) -> dict[str, Any]:
     props: dict[str, Any] = {}
     for name, p in params.items():
         prop: dict[str, Any] = {"type": _JSON_TYPES[p.type], "description": p.description}
+        if p.type == "array":
+            prop["items"] = {"type": _JSON_TYPES[p.items]}
+            prop["maxItems"] = p.max_items
         if p.enum is not None:
             prop["enum"] = list(p.enum)
         if p.type == "string":
@@ -43,10 +52,26 @@ def _show(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _check_array(name: str, p: ParamSpec, v: Any) -> str | None:
+    """A problem with a list value, or None: every element is checked as ``p.items``."""
+    if not isinstance(v, list):
+        return f"{name!r} must be a list, got {_show(v)}"
+    if len(v) > p.max_items:
+        return f"{name!r} has more than {p.max_items} elements"
+    item = p.model_copy(update={"type": p.items, "required": True})
+    for i, element in enumerate(v):
+        problem = _check_one(f"{name}[{i}]", item, element)
+        if problem:
+            return problem
+    return None
+
+
 def _check_one(name: str, p: ParamSpec, v: Any) -> str | None:
     """A problem with one value, or None."""
     if v is None:
         return None if not p.required else f"{name!r} is required"
+    if p.type == "array":
+        return _check_array(name, p, v)
     if p.type == "string":
         if not isinstance(v, str):
             return f"{name!r} must be a string, got {_show(v)}"

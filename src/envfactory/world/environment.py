@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -12,21 +13,32 @@ from envfactory.episode.base import EpisodeConfig
 from envfactory.episode.db import DatabaseEpisode
 from envfactory.tasks.synth import TaskFactory
 from envfactory.tasks.types import Split, Task
+from envfactory.verify.criteria import domain_rubric
 from envfactory.verify.verifier import RuleChecker
+from envfactory.world.tables import Row
 from envfactory.world.world import World
 
 
 class DatabaseEnvironment(Environment):
-    """A world compiled from a domain: ``env.task(...)``, ``env.episode()``."""
+    """A world compiled from a domain: ``env.task(...)``, ``env.episode()``. ``rows`` gives the
+    initial data instead of generating it (an imported world)."""
 
     kind = "db"
 
-    def __init__(self, spec: DomainSpec, *, seed: int = 0, scale: float = 1.0) -> None:
+    def __init__(
+        self,
+        spec: DomainSpec,
+        *,
+        seed: int = 0,
+        scale: float = 1.0,
+        rows: Mapping[str, Iterable[Row]] | None = None,
+    ) -> None:
         self.id = spec.id
         self.spec = spec
-        self.world = World(spec, seed=seed, scale=scale)
+        self.world = World(spec, seed=seed, scale=scale, rows=rows)
         self.factory = TaskFactory(self.world, self.id)
         self.rules = RuleChecker(spec.rules)
+        self.rubric = domain_rubric(spec)
         self._lock = threading.Lock()
         self._make = lru_cache(maxsize=4096)(self.factory.make)
 

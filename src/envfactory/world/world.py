@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from envfactory.domain.spec import DomainSpec
 from envfactory.tools.runtime import Tool
 from envfactory.world.seed import generate
 from envfactory.world.store import Base, Store
-from envfactory.world.tables import tables_for
+from envfactory.world.tables import Row, tables_for
 
 
 class World:
-    """Everything episodes of one domain share: built once, read-only afterwards."""
+    """Everything episodes of one domain share: built once, read-only afterwards.
 
-    def __init__(self, spec: DomainSpec, *, seed: int = 0, scale: float = 1.0) -> None:
+    The initial rows are generated from the spec, or given (``rows``: an imported world, whose
+    ids are the data's own keys)."""
+
+    def __init__(
+        self,
+        spec: DomainSpec,
+        *,
+        seed: int = 0,
+        scale: float = 1.0,
+        rows: Mapping[str, Iterable[Row]] | None = None,
+    ) -> None:
         self.spec = spec
         self.seed = seed
         self.scale = scale
         self.today = spec.today.isoformat()
+        self.imported = rows is not None
         tables = tables_for(spec)
-        self.base = Base.build(tables, generate(spec, tables, seed, scale))
+        self.base = Base.build(
+            tables, rows if rows is not None else generate(spec, tables, seed, scale)
+        )
         self.tables = tables
         self.tools: dict[str, Tool] = {a.name: Tool(a, tables, self.today) for a in spec.actions}
         self.write_tools = frozenset(n for n, t in self.tools.items() if t.kind == "write")

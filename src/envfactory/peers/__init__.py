@@ -1,0 +1,1 @@
+"""Worlds other projects built, imported into envfactory and run by its engine."""

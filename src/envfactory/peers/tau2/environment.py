@@ -1,0 +1,109 @@
+"""The two environments over tau2-bench's retail data.
+
+- ``tau2-retail``: tau2's 114 hand-written tasks with their train / test split, judged by
+  tau2's reward (:mod:`.episode`). One difficulty; a task's index is its place in tau2's split
+  list, and :meth:`Tau2RetailEnvironment.tau2_id` / :meth:`~Tau2RetailEnvironment.locate`
+  map between indices and tau2's ids.
+- ``tau2-retail-procedural``: the same world with envfactory's task synthesis over goal
+  templates (``retail_goals.yaml``): an unbounded supply of tasks on five difficulty levels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envfactory.episode.base import EpisodeConfig
+from envfactory.errors import SynthesisError
+from envfactory.peers.tau2.data import Tau2DataMissing
+from envfactory.peers.tau2.episode import Tau2Episode
+from envfactory.peers.tau2.importer import import_retail
+from envfactory.peers.tau2.tasks import SPLITS, Imported, import_task
+from envfactory.tasks.types import Split, Task
+from envfactory.world.environment import DatabaseEnvironment
+
+ENV_ID = "tau2-retail"
+PROCEDURAL_ID = "tau2-retail-procedural"
+
+
+class Tau2RetailEnvironment(DatabaseEnvironment):
+    """tau2-bench's retail tasks in envfactory's engine."""
+
+    kind = "imported"
+    splits: tuple[Split, ...] = SPLITS
+    finite = True
+
+    def __init__(self, folder: Path | None = None) -> None:
+        imported = import_retail(folder)
+        super().__init__(imported.spec, rows=imported.rows)
+        by_id = {str(t["id"]): t for t in imported.data.tasks}
+        rules = [r.text for r in self.spec.rules]
+        self.cells: dict[str, list[Imported]] = {}
+        for split in SPLITS:
+            ids = [str(i) for i in imported.data.split[split]]
+            unknown = [i for i in ids if i not in by_id]
+            if unknown:
+                raise Tau2DataMissing(
+                    f"split {split!r} names tasks not in tasks.json: {unknown[:5]}"
+                )
+            self.cells[split] = [
+                import_task(self.world, self.id, by_id[i], split, n, rules)
+                for n, i in enumerate(ids)
+            ]
+        self._by_task = {m.task.task_id: m for ms in self.cells.values() for m in ms}
+        self._by_tau2 = {m.tau2_id: m for ms in self.cells.values() for m in ms}
+
+    @property
+    def difficulties(self) -> list[int]:
+        return [1]
+
+    def _cell(self, split: Split, difficulty: int) -> list[Imported]:
+        if split not in self.cells:
+            raise SynthesisError(f"{self.id} has the splits {', '.join(SPLITS)}, not {split!r}")
+        if difficulty != 1:
+            raise SynthesisError(f"{self.id} has one difficulty, 1; got {difficulty}")
+        return self.cells[split]
+
+    def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
+        cell = self._cell(split, difficulty)
+        if not 0 <= index < len(cell):
+            raise SynthesisError(f"{self.id}: {split} has tasks 0..{len(cell) - 1}, not {index}")
+        return cell[index].task
+
+    def capacity(self, split: Split, difficulty: int) -> int | None:
+        try:
+            return len(self._cell(split, difficulty))
+        except SynthesisError:
+            return 0
+
+    def imported(self, task: Task) -> Imported:
+        """What the import knows of a task: tau2's id, gold actions, the gold replay."""
+        return self._by_task[task.task_id]
+
+    def tau2_id(self, task: Task) -> str:
+        return self.imported(task).tau2_id
+
+    def locate(self, tau2_id: str) -> Task:
+        """The task with tau2's id ``tau2_id``."""
+        found = self._by_tau2.get(str(tau2_id))
+        if found is None:
+            raise SynthesisError(f"{self.id} has no tau2 task {tau2_id!r}")
+        return found.task
+
+    def episode(self, config: EpisodeConfig | None = None) -> Tau2Episode:
+        return Tau2Episode(self, config)
+
+
+def make_tau2_retail(seed: int = 0, scale: float = 1.0) -> Tau2RetailEnvironment:
+    _fixed(ENV_ID, seed, scale)
+    return Tau2RetailEnvironment()
+
+
+def make_procedural(seed: int = 0, scale: float = 1.0) -> DatabaseEnvironment:
+    _fixed(PROCEDURAL_ID, seed, scale)
+    imported = import_retail()
+    return DatabaseEnvironment(imported.procedural(PROCEDURAL_ID), rows=imported.rows)
+
+
+def _fixed(env_id: str, seed: int, scale: float) -> None:
+    if seed != 0 or scale != 1.0:
+        raise ValueError(f"{env_id} is tau2-bench's data: it has no seed or scale to choose")

@@ -1,0 +1,80 @@
+"""An episode of ``tau2-retail``: envfactory's database episode, judged by tau2's reward.
+
+The reward is tau2's: the database check times the communicate check (and the action check on
+the tasks where those two pass an agent that does nothing), times ``ended`` (tau2 scores an
+episode cut off by the turn limit 0). envfactory's own rubric items follow, with weight 0:
+shown alongside, not counted.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from envfactory.episode.db import DatabaseEpisode
+from envfactory.episode.types import Message, Observation
+from envfactory.peers.tau2.reward import action_check, communicate_check
+from envfactory.tasks.types import Task
+from envfactory.verify.verdict import RubricItem, Verdict, combine
+from envfactory.verify.verifier import match_state
+
+if TYPE_CHECKING:
+    from envfactory.peers.tau2.environment import Tau2RetailEnvironment
+
+
+class Tau2Episode(DatabaseEpisode):
+    """Keeps every message the agent sends, for the communicate check."""
+
+    env: Tau2RetailEnvironment
+
+    def reset(self, task: Task) -> Observation:
+        self.said: list[str] = []
+        return super().reset(task)
+
+    def _message(self, msg: Message) -> Observation:
+        self.said.append(msg.content)
+        return super()._message(msg)
+
+    def evaluate(self) -> Verdict:
+        ours = super().evaluate()
+        if ours.reward is None or self.task is None:
+            return ours
+        meta = self.env.imported(self.task)
+        same = ours.state_hash == meta.gold_hash
+        if same:
+            why = "the final state equals the gold replay's"
+        else:
+            _, missing, extra = match_state(self.task.hidden.target, self.store.changes())
+            why = "the final state differs from the gold replay's: " + ", ".join(
+                (missing + extra)[:3]
+            )
+        items = [
+            RubricItem(name="tau2_db", kind="score", weight=1.0, score=float(same), reason=why)
+        ]
+        score, why = communicate_check(self.said, meta.communicate)
+        items.append(
+            RubricItem(name="tau2_communicate", kind="gate", weight=0.0, score=score, reason=why)
+        )
+        if meta.passes_idle:
+            score, why = action_check(self.log, meta.actions)
+            items.append(
+                RubricItem(name="tau2_action", kind="gate", weight=0.0, score=score, reason=why)
+            )
+        ended = ours.status == "completed"
+        items.append(
+            RubricItem(
+                name="ended",
+                kind="gate",
+                weight=0.0,
+                score=float(ended),
+                reason="the conversation ended" if ended else f"cut off: {ours.status}",
+            )
+        )
+        items += [
+            i.model_copy(
+                update={"kind": "score", "weight": 0.0, "reason": f"(not counted) {i.reason}"}
+            )
+            for i in ours.items
+        ]
+        return Verdict(
+            reward=combine(items), status=ours.status, items=items, state_hash=ours.state_hash
+        )
