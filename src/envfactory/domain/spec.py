@@ -313,6 +313,73 @@ DEFAULT_LADDER: tuple[LevelSpec, ...] = (
 )
 
 
+#: Names of the verifier's own rubric items (a domain's extra items take other names).
+RUBRIC_ITEMS = ("state", "answer", "no_collateral", "rules", "asked_user", "write_budget")
+#: What a domain's rubric expressions may read about an episode.
+RUBRIC_FACTS = (
+    "calls",
+    "writes",
+    "failed",
+    "calls_to",
+    "changed",
+    "required",
+    "matched",
+    "missing",
+    "collateral",
+    "reply",
+    "answered",
+    "gold_calls",
+    "gold_writes",
+    "asked",
+)
+
+
+class RubricItemSpec(_Spec):
+    """An extra rubric item: an expression over the episode's facts (``RUBRIC_FACTS``)."""
+
+    name: str
+    kind: Literal["score", "gate"] = "gate"
+    weight: float = Field(1.0, ge=0.0, description="for score items: weight in the mean")
+    check: str = Field(description="gate: passes when true; score: a number clipped to [0, 1]")
+    reason: str = Field("", description="what a failing check means, shown in the verdict")
+
+    @field_validator("name")
+    @classmethod
+    def _item_name(cls, v: str) -> str:
+        if not _IDENT.match(v) or v in RUBRIC_ITEMS:
+            raise ValueError(f"rubric item {v!r}: snake_case, not one of {RUBRIC_ITEMS}")
+        return v
+
+
+class WriteBudgetSpec(_Spec):
+    """The write budget defense: at most ``per_gold_write`` x gold writes + ``slack``."""
+
+    per_gold_write: float = Field(3.0, ge=0.0)
+    slack: int = Field(5, ge=0)
+
+
+class RubricSpec(_Spec):
+    """How a domain's verdicts combine: weights of score items (``state``, ``answer`` or its
+    own), how score items combine, extra items, and the write budget. Gates always multiply."""
+
+    weights: dict[str, float] = Field(default_factory=dict)
+    combine: Literal["weighted_sum", "min", "product"] = "weighted_sum"
+    items: list[RubricItemSpec] = Field(default_factory=list)
+    write_budget: WriteBudgetSpec = Field(default_factory=WriteBudgetSpec)
+
+    @model_validator(mode="after")
+    def _names(self) -> RubricSpec:
+        names = [i.name for i in self.items]
+        if len(set(names)) != len(names):
+            raise ValueError("two rubric items share a name")
+        scored = {"state", "answer"} | {i.name for i in self.items if i.kind == "score"}
+        if bad := sorted(set(self.weights) - scored):
+            raise ValueError(f"weights name no score item: {bad}; score items: {sorted(scored)}")
+        if any(w < 0 for w in self.weights.values()):
+            raise ValueError("rubric weights are >= 0")
+        return self
+
+
 class DomainSpec(_Spec):
     """A whole domain."""
 
@@ -327,6 +394,9 @@ class DomainSpec(_Spec):
     goals: list[GoalSpec]
     ladder: list[LevelSpec] = Field(default_factory=lambda: list(DEFAULT_LADDER))
     handlers: str | None = Field(None, description="module that registers Python handlers")
+    rubric: RubricSpec | None = Field(
+        None, description="override weights or add items to the verifier's rubric"
+    )
 
     @field_validator("id")
     @classmethod

@@ -196,4 +196,5 @@ class DatabaseEpisode(Episode):
             self.status,
             self.state_hash(),
             self.disclosed,
+            self.env.rubric,
         )

@@ -15,7 +15,9 @@ from envfactory.domain.spec import RuleSpec
 from envfactory.episode.types import CallRecord, EpisodeStatus
 from envfactory.tasks.types import HiddenTask, TargetChange
 from envfactory.verify.answers import grade
-from envfactory.verify.verdict import RubricItem, Verdict, combine
+from envfactory.verify.criteria import DEFAULT_RUBRIC, Evidence
+from envfactory.verify.rubric import Rubric
+from envfactory.verify.verdict import RubricItem, Verdict
 from envfactory.world.state import RowChange
 
 _NEW = "<new row>"
@@ -132,78 +134,22 @@ def verdict(
     status: EpisodeStatus,
     state_hash: str,
     disclosed: set[str] | frozenset[str] = frozenset(),
+    rubric: Rubric[Evidence] | None = None,
 ) -> Verdict:
-    """Score an episode. Faults that are not the agent's get no reward at all."""
+    """Score an episode with ``rubric`` (the default one when None). Faults that are not the
+    agent's get no reward at all."""
     if status in ("env_error", "infra_error"):
         item = RubricItem(name="fault", kind="gate", weight=0, score=0, reason=status)
         return Verdict(reward=None, status=status, items=[item], state_hash=state_hash)
-    items = []
-    matched, missing, collateral = match_state(task.target, changes)
-    n = len(task.target)
-    items.append(
-        RubricItem(
-            name="state",
-            kind="score",
-            weight=1.0 if n else 0.0,
-            score=matched / n if n else 1.0,
-            reason=f"{matched} of {n} required changes made"
-            + (f"; {', '.join(missing[:3])}" if missing else ""),
-        )
+    evidence = Evidence(
+        task=task,
+        changes=changes,
+        state=match_state(task.target, changes),
+        log=log,
+        reply=reply,
+        violations=rules.violations(log, changes),
+        write_tools=write_tools,
+        disclosed=frozenset(disclosed),
     )
-    answer_score, why = grade(reply, task.answers)
-    items.append(
-        RubricItem(
-            name="answer",
-            kind="score",
-            weight=1.0 if task.answers else 0.0,
-            score=answer_score,
-            reason=why,
-        )
-    )
-    items.append(
-        RubricItem(
-            name="no_collateral",
-            kind="gate",
-            weight=0.0,
-            score=0.0 if collateral else 1.0,
-            reason=("changed what was not asked: " + ", ".join(collateral[:3]))
-            if collateral
-            else "nothing else changed",
-        )
-    )
-    broken = rules.violations(log, changes)
-    items.append(
-        RubricItem(
-            name="rules",
-            kind="gate",
-            weight=0.0,
-            score=0.0 if broken else 1.0,
-            reason="; ".join(broken[:3]) if broken else "all rules respected",
-        )
-    )
-    if task.profile:
-        unasked = sorted(set(task.profile) - set(disclosed))
-        items.append(
-            RubricItem(
-                name="asked_user",
-                kind="gate",
-                weight=0.0,
-                score=0.0 if unasked else 1.0,
-                reason=f"acted without asking the user for: {', '.join(unasked)}"
-                if unasked
-                else "asked the user for what only the user knows",
-            )
-        )
-    gold_writes = sum(1 for s in task.gold_plan if s.tool in write_tools)
-    budget = 3 * gold_writes + 5
-    writes = sum(1 for c in log if c.tool in write_tools)
-    items.append(
-        RubricItem(
-            name="write_budget",
-            kind="gate",
-            weight=0.0,
-            score=1.0 if writes <= budget else 0.0,
-            reason=f"{writes} write calls (budget {budget})",
-        )
-    )
-    return Verdict(reward=combine(items), status=status, items=items, state_hash=state_hash)
+    judged = (rubric or DEFAULT_RUBRIC).judge(evidence)
+    return Verdict(reward=judged.reward, status=status, items=judged.items, state_hash=state_hash)
