@@ -1,7 +1,9 @@
 """``envfactory bench --rollout``: the rollout engine's capacity, throughput and loop lag.
 
 An instant in-process policy (the oracle) drives the engine, so every number is the engine's
-and the world's own cost, never a model's. Two runs per executor: *capacity* holds
+and the world's own cost, never a model's. The yardstick is the world alone: the same episodes
+in a plain synchronous loop on one core, measured first in the same process, so a run on a
+busy machine can still be read (``vs_world_alone``). Two runs per executor: *capacity* holds
 ``live`` episodes at once (10,000 by default) and *throughput* runs at a concurrency a model
 server would batch (256). Each reports the peak number of live episodes, environment steps per
 second through the engine, and the event loop's lag (how late a 10 ms timer fires).
@@ -14,14 +16,18 @@ import gc
 import os
 import time
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from envfactory.env import Environment
+from envfactory.episode.runner import run_episode
+from envfactory.policies.scripted import Oracle
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.registry import make
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.executor import ExecutorKind
 from envfactory.rollout.lag import LagMonitor
 from envfactory.rollout.types import EngineConfig, TaskRef
+from envfactory.tasks.types import Task
 
 
 class RolloutRun(BaseModel):
@@ -38,12 +44,16 @@ class RolloutRun(BaseModel):
     loop_lag_ms_max: float | None
     reward_mean: float | None
     wall_s: float
+    vs_world_alone: float = Field(description="steps/s over the world alone's, same machine")
 
 
 class RolloutBench(BaseModel):
     env: str
     cpus: int
-    load_avg_1m: float
+    load_avg_1m: float = Field(description="the machine's load when it ended (shared machines)")
+    world_alone_steps_per_s: float = Field(
+        description="the same episodes in a plain synchronous loop, no engine: the yardstick"
+    )
     live: int
     live_peak: int
     steps_per_s: float
@@ -52,8 +62,23 @@ class RolloutBench(BaseModel):
     runs: list[RolloutRun]
 
 
+def _world_alone(env: Environment, tasks: list[Task]) -> float:
+    """Steps per second of the oracle over ``tasks`` in a plain loop, one episode at a time."""
+    ep = env.episode()
+    steps, t0 = 0, time.perf_counter()
+    for task in tasks:
+        run_episode(env, task, Oracle(), ep)
+        steps += ep.steps
+    return steps / (time.perf_counter() - t0)
+
+
 async def _measure(
-    run: str, refs: list[TaskRef], executor: ExecutorKind, concurrency: int, group: int
+    run: str,
+    refs: list[TaskRef],
+    executor: ExecutorKind,
+    concurrency: int,
+    group: int,
+    alone: float,
 ) -> RolloutRun:
     config = EngineConfig(group_size=group, concurrency=concurrency, env_executor=executor)
     engine = RolloutEngine(ScriptedPolicy("oracle"), config=config, keep_records=False)
@@ -78,6 +103,7 @@ async def _measure(
         loop_lag_ms_max=lag.p(100),
         reward_mean=summary.reward_mean,
         wall_s=round(wall, 2),
+        vs_world_alone=round(summary.steps / wall / alone, 2),
     )
 
 
@@ -95,22 +121,20 @@ def bench_rollout(
         TaskRef(env_id, "train", env.difficulties[i % len(env.difficulties)], i)
         for i in range(tasks)
     ]
-    for r in refs:  # synthesis is measured elsewhere (envfactory bench)
-        env.task(r.split, r.difficulty, r.index)
+    made = [env.task(r.split, r.difficulty, r.index) for r in refs]  # synthesis: not here
     group = max(1, -(-live // tasks))
+    alone = _world_alone(env, made)
     runs = []
     for executor in executors:
-        gc.collect()
-        runs.append(asyncio.run(_measure("capacity", refs, executor, live, group)))
-        gc.collect()
-        runs.append(
-            asyncio.run(_measure("throughput", refs, executor, throughput_concurrency, group))
-        )
+        for run, concurrency in (("capacity", live), ("throughput", throughput_concurrency)):
+            gc.collect()
+            runs.append(asyncio.run(_measure(run, refs, executor, concurrency, group, alone)))
     head = [r for r in runs if r.executor == executors[0]]
     return RolloutBench(
         env=env_id,
         cpus=os.cpu_count() or 1,
         load_avg_1m=round(os.getloadavg()[0], 2),
+        world_alone_steps_per_s=round(alone, 1),
         live=live,
         live_peak=head[0].peak_live,
         steps_per_s=max(r.steps_per_s for r in head),
