@@ -31,6 +31,11 @@ class SequenceRow(BaseModel):
         "merged call came without logprobs"
     )
     calls: list[int] = Field(description="indices of the calls merged into this row")
+    advantages: list[float] | None = Field(
+        None,
+        description="per token: the advantage of the call that produced it (0 where loss_mask "
+        "is 0); None when no advantage has been assigned",
+    )
 
 
 class TokenSequence(BaseModel):
@@ -71,6 +76,10 @@ def to_sequence(record: EpisodeRecord, actor: str = "agent") -> TokenSequence:
             row = SequenceRow(input_ids=[], loss_mask=[], logprobs=[], calls=[])
             rows.append(row)
         new_prompt = prompt[len(row.input_ids) :]
+        adv = call.advantage if call.advantage is not None else record.advantage
+        if adv is not None or row.advantages is not None:
+            row.advantages = row.advantages or [0.0] * len(row.input_ids)
+            row.advantages += [0.0] * len(new_prompt) + [adv or 0.0] * len(output)
         row.input_ids += new_prompt + output
         row.loss_mask += [0] * len(new_prompt) + [1] * len(output)
         row.calls.append(call.index)
@@ -106,6 +115,9 @@ class StepRow(BaseModel):
     step_reward: float | None
     reward: float | None
     advantage: float | None
+    step_advantage: float | None = Field(
+        None, description="this call's own advantage (turn-level credit), when assigned"
+    )
     status: str
     last: bool
 
@@ -137,6 +149,7 @@ def to_steps(record: EpisodeRecord) -> list[StepRow]:
                 step_reward=rewards.get(call.index),
                 reward=record.reward,
                 advantage=record.advantage,
+                step_advantage=call.advantage,
                 status=record.status,
                 last=call.index == len(record.calls) - 1,
             )

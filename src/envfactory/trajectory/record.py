@@ -52,6 +52,9 @@ class CallRecord(BaseModel):
     completion_tokens: int | None = None
     latency_s: float = 0.0
     attempts: int = 1
+    advantage: float | None = Field(
+        None, description="the advantage to train this call on (filled by envfactory.credit)"
+    )
 
 
 class StepRecord(BaseModel):
@@ -65,6 +68,9 @@ class StepRecord(BaseModel):
     reward: float | None = None
     done: bool = False
     state_hash: str
+    value: float | None = Field(
+        None, description="value of the state reached, propagated over the group's state graph"
+    )
 
 
 class Timing(BaseModel):
