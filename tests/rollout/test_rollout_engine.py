@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -130,8 +131,21 @@ class BrokenEpisode(Episode):
         return self.inner.status
 
 
+class SlowEpisode(BrokenEpisode):
+    """Retail's episode whose second step blocks for ``SlowEpisode.hang`` seconds (a sandbox
+    that hangs)."""
+
+    hang = 0.5
+
+    def step(self, action: Any) -> Observation:
+        if self.inner.steps == 1:
+            time.sleep(self.hang)
+        return self.inner.step(action)
+
+
 class BrokenEnv(Environment):
     id = "broken-retail"
+    wrapper: type[BrokenEpisode] = BrokenEpisode
 
     def __init__(self, **_: Any) -> None:
         self.inner = envfactory.make("retail")
@@ -144,7 +158,7 @@ class BrokenEnv(Environment):
         return self.inner.task(split, difficulty, index)
 
     def episode(self, config: EpisodeConfig | None = None) -> Episode:
-        return BrokenEpisode(self.inner.episode(config))
+        return self.wrapper(self.inner.episode(config))
 
     def tools(self, fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
         return self.inner.tools(fmt)
@@ -161,6 +175,29 @@ def test_environment_failure_is_env_error_unscored() -> None:
     for r in records:
         assert r.status == "env_error" and r.reward is None
         assert "the world fell over" in (r.error or "") and len(r.steps) == 2
+
+
+class SlowEnv(BrokenEnv):
+    id = "slow-retail"
+    kind = "sandbox"  # may block: the engine runs it in threads
+    wrapper = SlowEpisode
+
+
+def test_a_blocking_world_runs_in_threads_and_times_out_cleanly() -> None:
+    envfactory.register("slow-retail", SlowEnv, overwrite=True)
+    refs = [TaskRef("slow-retail", "train", 5, i) for i in range(4)]
+    config = {"episode_timeout_s": 0.2, "concurrency": 4}
+    t0 = time.perf_counter()
+    _, records = run("oracle", refs, **config)
+    assert time.perf_counter() - t0 < 2.0  # the four hangs overlap: the loop never blocked
+    for r in records:  # judged once the hung step let go, and not scored
+        assert r.status == "timeout" and r.reward is None and r.rubric
+    SlowEpisode.hang = 3.0
+    try:
+        _, records = run("oracle", refs[:1], call_timeout_s=0.3, **config)
+    finally:
+        SlowEpisode.hang = 0.5
+    assert records[0].status == "env_error" and "in time" in (records[0].error or "")
 
 
 # -- stop, checkpoint, resume --------------------------------------------------------------

@@ -44,13 +44,21 @@ class EnvExecutor(Protocol):
 
 
 class Lane:
-    """The environment work of one episode: one call at a time; ``close`` waits for a call
-    still running in a thread (a cancelled episode's last step) before releasing it."""
+    """The environment work of one episode, one call at a time. A call still running in a
+    thread when its episode was cancelled (a timeout) is waited for before the next call
+    and before the episode is released."""
 
-    __slots__ = ("last",)
+    __slots__ = ("last", "pooled")
 
     def __init__(self) -> None:
         self.last: Future[Any] | None = None
+        self.pooled: bool | None = None  # AutoExecutor: where this lane's work goes
+
+    async def settle(self) -> None:
+        """Wait for a call left running by a cancellation."""
+        if self.last is not None and not self.last.done():
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(self.last)
 
     def close(self, release: Callable[[], None]) -> None:
         if self.last is not None and not self.last.done():
@@ -207,6 +215,7 @@ class ThreadExecutor:
         self.pool = pool
 
     async def call(self, fn: Callable[[], T], lane: Lane) -> T:
+        await lane.settle()
         fut = self.pool.submit(fn)
         lane.last = fut
         return await asyncio.wrap_future(fut)
@@ -217,7 +226,8 @@ class ThreadExecutor:
 
 class AutoExecutor:
     """On the shared worker while every call is fast; in the pool from the first call slower
-    than ``slow_s`` (one slow world must not hold up the others queued behind it)."""
+    than ``slow_s`` (one slow world must not hold up the others queued behind it). An episode
+    stays where its first call went, so its work never runs in two places."""
 
     def __init__(self, worker: WorkerExecutor, pool: ThreadPoolExecutor, slow_s: float = 0.02):
         self.worker = worker
@@ -230,7 +240,9 @@ class AutoExecutor:
         return "thread" if self.slow else "worker"
 
     async def call(self, fn: Callable[[], T], lane: Lane) -> T:
-        if self.slow:
+        if lane.pooled is None:
+            lane.pooled = self.slow
+        if lane.pooled:
             return await self.thread.call(fn, lane)
 
         def timed() -> T:
@@ -244,5 +256,4 @@ class AutoExecutor:
         return await self.worker.call(timed, lane)
 
     def close(self, lane: Lane, release: Callable[[], None]) -> None:
-        # a lane whose work never went to the pool may still have work queued on the worker
-        (self.worker if lane.last is None else self.thread).close(lane, release)
+        (self.thread if lane.pooled else self.worker).close(lane, release)

@@ -164,7 +164,11 @@ class Play:
                 return None
             rec.status, rec.error = status, error
             if status in SCORED or status == "timeout":
-                await self._judge()
+                try:  # a world stuck past the episode's budget must not hold the run
+                    async with asyncio.timeout(cfg.call_timeout_s):
+                        await self._judge()
+                except TimeoutError:
+                    rec.status, rec.error = "env_error", "the verdict did not come in time"
             return self._stamp()
         finally:
             if self.ep is not None:
