@@ -16,7 +16,7 @@ from typing import Any
 from envfactory.env import Environment
 from envfactory.errors import EnvFactoryError
 from envfactory.serving.errors import BadRequest
-from envfactory.tasks.types import SPLITS, Split, Task
+from envfactory.tasks.types import Split, Task
 
 DEFAULT_BLOCK = 1000
 
@@ -60,9 +60,10 @@ class TaskCatalog:
         return tuple(out)
 
     def split(self, name: str) -> Split:
-        if name not in SPLITS:
-            raise BadRequest(f"unknown split {name!r}; splits are: {', '.join(SPLITS)}")
-        return name
+        for s in self.env.splits:
+            if s == name:
+                return s
+        raise BadRequest(f"unknown split {name!r}; splits are: {', '.join(self.env.splits)}")
 
     def num_tasks(self, split: str) -> int:
         return sum(n for _, n in self._blocks(self.split(split)))
@@ -96,6 +97,9 @@ class TaskCatalog:
             )
         if index < 0:
             raise BadRequest("index must be >= 0")
+        size = self.env.capacity(s, difficulty) if self.env.finite else None
+        if size is not None and index >= size:
+            raise BadRequest(f"index {index} is out of range: {s}/{difficulty} has {size} tasks")
         return TaskRef(self.env.id, s, difficulty, index)
 
     def parse_task_id(self, task_id: str) -> TaskRef:

@@ -44,7 +44,6 @@ from envfactory.serving.models import (
 )
 from envfactory.serving.sessions import Session
 from envfactory.serving.sse import SSE, frame, result_stream, sse_content
-from envfactory.tasks.types import SPLITS
 
 ENV_SCOPED = frozenset(
     {"tools", "splits", "tasks", "num_tasks", "task", "task_range", "prompt", "messages"}
@@ -188,8 +187,7 @@ def ors_router(engine: Engine) -> APIRouter:
 
     @r.get("/{env_name}/splits", response_model=list[Split])
     async def splits(env_name: str) -> list[Split]:
-        engine.env(env_name)
-        return [Split(name=s, type=s) for s in SPLITS]
+        return [Split(name=s, type=s) for s in engine.env(env_name).splits]
 
     @r.post("/{env_name}/tasks", response_model=TasksOut)
     async def tasks(env_name: str, body: SplitBody) -> TasksOut:
