@@ -1,0 +1,95 @@
+"""``envfactory openapi import``: compile OpenAPI documents into audited worlds."""
+
+from __future__ import annotations
+
+import json as jsonlib
+import os
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from envfactory.cli.common import console, err_console, print_json
+from envfactory.openapi.corpus import CorpusError, documents, fetch_directory
+from envfactory.openapi.pipeline import Settings, SpecResult, run_import
+
+app = typer.Typer(
+    name="openapi",
+    help="Worlds from real API documents (OpenAPI 2 and 3).",
+    no_args_is_help=True,
+)
+
+
+def _items(source: str, limit: int | None) -> list[tuple[Path, str]]:
+    """(path, source name) pairs for a file, a folder or ``directory``."""
+    if source == "directory":
+        try:
+            root = fetch_directory()
+        except CorpusError as exc:
+            err_console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+    else:
+        root = Path(source)
+        if root.is_file():
+            return [(root, root.name)]
+        if not root.is_dir():
+            err_console.print(f"[red]{source}: no such file or folder (or 'directory')[/red]")
+            raise typer.Exit(2)
+    items = [(p, p.relative_to(root).as_posix()) for p in documents(root)]
+    return items[:limit] if limit is not None else items
+
+
+@app.command("import")
+def import_cmd(
+    source: str = typer.Argument(
+        ..., help="A document, a folder of documents, or 'directory' (the APIs-guru corpus)."
+    ),
+    out: Path = typer.Option(Path("worlds"), "--out", help="Where passing worlds are saved."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Import the first N only."),
+    jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", min=1, help="Processes."),
+    n: int = typer.Option(100, "-n", min=10, help="Audit tasks per world (baselines)."),
+    diversity: int = typer.Option(
+        150, "--diversity", min=10, max=1000, help="Tasks sampled for the diversity checks."
+    ),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds allowed per document."),
+    json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+) -> None:
+    """Compile documents into worlds, audit each, keep those that pass, report the yield."""
+    items = _items(source, limit)
+    settings = Settings(out=out, n=n, diversity=diversity, timeout=timeout)
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("passed {task.fields[passed]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err_console, transient=json) as bar:
+        job = bar.add_task("importing", total=len(items), passed=0)
+        passed = 0
+
+        def advance(r: SpecResult) -> None:
+            nonlocal passed
+            passed += r.passed
+            bar.update(job, advance=1, passed=passed)
+
+        report = run_import(items, settings, jobs=jobs, progress=advance)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "report.json"
+    path.write_text(jsonlib.dumps(report.model_dump(mode="json"), indent=1))
+    summary = {**report.summary(), "out": str(out), "report": str(path)}
+    if json:
+        print_json(summary)
+        return
+    table = Table(title="envfactory openapi import")
+    table.add_column("outcome")
+    table.add_column("documents", justify="right")
+    table.add_row("[green]passed the audit[/green]", str(report.passed_audit))
+    for reason, count in report.failures.items():
+        table.add_row(reason, str(count))
+    console.print(table)
+    console.print(
+        f"{report.specs} documents, {report.compiled} compiled, {report.passed_audit} kept in "
+        f"{out}; median {report.median_seconds:.2f} s per document; report: {path}"
+    )

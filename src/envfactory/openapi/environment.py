@@ -1,0 +1,11 @@
+"""Worlds compiled from API documents: database environments of kind ``openapi``."""
+
+from __future__ import annotations
+
+from envfactory.world.environment import DatabaseEnvironment
+
+
+class OpenAPIEnvironment(DatabaseEnvironment):
+    """A database world whose domain was compiled from an OpenAPI document."""
+
+    kind = "openapi"

@@ -1,0 +1,94 @@
+"""A library of compiled worlds: one JSON file per world, registered on demand.
+
+Each file holds the domain data the engine validates on load, plus where it came from and how
+its audit went. ``register_library(DIR)`` makes every world in DIR available to ``make``, the
+CLI, rollouts and servers; setting ``ENVFACTORY_LIBRARY`` (directories separated by the path
+separator) does the same for every process that uses the registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from envfactory.domain.loader import parse_domain
+from envfactory.domain.spec import DomainSpec
+from envfactory.env import Environment
+from envfactory.errors import DomainError
+from envfactory.openapi.environment import OpenAPIEnvironment
+from envfactory.registry import register
+
+FORMAT = "envfactory-openapi-world/1"
+LIBRARY_ENV = "ENVFACTORY_LIBRARY"
+
+
+def save_world(folder: Path, domain: dict[str, Any], meta: dict[str, Any]) -> Path:
+    """Write one world to ``folder/<id>.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{domain['id']}.json"
+    data = {"format": FORMAT, **meta, "domain": domain}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, separators=(",", ":"), default=str))
+    tmp.replace(path)
+    return path
+
+
+def load_world(path: str | Path) -> DomainSpec:
+    """The validated domain of a saved world."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DomainError(f"{path}: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise DomainError(f"{path}: not an envfactory OpenAPI world ({FORMAT})")
+    return parse_domain(data["domain"], str(path))
+
+
+def world_files(folder: str | Path) -> list[Path]:
+    """The world files of a library folder (its report and other files left out)."""
+    out = []
+    for path in sorted(Path(folder).glob("*.json")):
+        try:
+            with path.open() as fh:
+                head = fh.read(64)
+        except OSError:
+            continue
+        if FORMAT in head:
+            out.append(path)
+    return out
+
+
+def factory_for(spec: DomainSpec) -> Any:
+    def factory(seed: int = 0, scale: float = 1.0) -> Environment:
+        return OpenAPIEnvironment(spec, seed=seed, scale=scale)
+
+    return factory
+
+
+def register_library(folder: str | Path, overwrite: bool = True) -> list[str]:
+    """Register every world saved in ``folder``; returns their ids. A file that does not
+    load is skipped (making it is not possible, listing the others is)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DomainError(f"{folder}: no such library folder")
+    ids = []
+    for path in world_files(folder):
+        try:
+            spec = load_world(path)
+        except DomainError:
+            continue
+        register(spec.id, factory_for(spec), overwrite=overwrite)
+        ids.append(spec.id)
+    return ids
+
+
+def register_from_environment() -> list[str]:
+    """Register the libraries named by ``ENVFACTORY_LIBRARY``, if set."""
+    ids: list[str] = []
+    for folder in filter(None, os.environ.get(LIBRARY_ENV, "").split(os.pathsep)):
+        if Path(folder).is_dir():
+            ids += register_library(folder)
+    return ids

@@ -1,0 +1,314 @@
+"""Import at scale: compile documents into worlds in parallel, audit each, keep the good.
+
+For each document: read, compile to domain data, validate it through the engine, build the
+world, check every cell of the difficulty ladder has tasks, audit it, and save it only if the
+audit passes. Every document ends as exactly one outcome; a document that cannot be read or
+modelled is skipped with its reason, never a crash:
+
+- ``malformed``: not JSON/YAML, not an OpenAPI document, references pointing at nothing;
+- ``unsupported_construct``: Swagger 1.x, external references, oversized documents;
+- ``no_resources``: no operation lists, gets, creates, updates or deletes rows;
+- ``no_writable_resource``: only reads (nothing a task could change);
+- ``compile_error``: the compiled domain does not validate (an importer bug; reported);
+- ``no_tasks``: a difficulty or split has no task (too few rows or goals);
+- ``audit_failure``: the audit's verdict (its failed checks are counted too);
+- ``timeout``: compile plus audit ran past the limit;
+- ``internal_error``: the importer itself failed (a bug, reported with its message).
+
+The audit runs with ``n`` tasks and a ``diversity`` prefix (see :func:`audit`); a world that
+fails only the noisy-oracle grading check (a sampling-noise check) is audited again at the
+audit's default ``n`` = 300, and that verdict stands.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from envfactory.domain.loader import parse_domain
+from envfactory.errors import DomainError, SynthesisError
+from envfactory.openapi.compile import compile_document
+from envfactory.openapi.document import SpecError, read_document
+from envfactory.openapi.environment import OpenAPIEnvironment
+from envfactory.openapi.library import factory_for, save_world
+from envfactory.openapi.model import NoWorld
+from envfactory.openapi.names import world_id
+from envfactory.quality.audit import AuditReport, audit
+from envfactory.registry import list_envs, register
+from envfactory.tasks.seeds import SPLIT_SHARES
+
+REASONS = (
+    "malformed",
+    "unsupported_construct",
+    "no_resources",
+    "no_writable_resource",
+    "compile_error",
+    "no_tasks",
+    "audit_failure",
+    "timeout",
+    "internal_error",
+)
+GRADING = "noisy-oracle success does not fall"
+FULL_N = 300
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How each document is audited and where passing worlds go."""
+
+    out: Path | None = None
+    n: int = 100
+    diversity: int = 150
+    timeout: float = 120.0
+    seed: int = 0
+
+
+class SpecResult(BaseModel):
+    """What became of one document."""
+
+    source: str
+    env_id: str | None = None
+    passed: bool = False
+    reason: str | None = None
+    detail: str = ""
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    operations: int = 0
+    tools: int = 0
+    entities: int = 0
+    rows: int = 0
+    goals: int = 0
+    audit_n: int = 0
+    audit: dict[str, Any] | None = None
+    problems: list[str] = Field(default_factory=list)
+
+
+class ImportReport(BaseModel):
+    """The yield of an import run, and why the rest failed."""
+
+    specs: int
+    compiled: int
+    passed_audit: int
+    seconds: float
+    failures: dict[str, int]
+    audit_failures: dict[str, int] = Field(
+        default_factory=dict, description="failed audit checks, counted over audit failures"
+    )
+    median_seconds: float = 0.0
+    p90_seconds: float = 0.0
+    median_seconds_compiled: float = 0.0
+    median_cpu_seconds: float = Field(0.0, description="CPU time: robust to a busy machine")
+    settings: dict[str, Any] = Field(default_factory=dict)
+    results: list[SpecResult] = Field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Everything but the per-document results."""
+        return self.model_dump(mode="json", exclude={"results"})
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: FrameType | None) -> None:
+    raise _Timeout
+
+
+def _check_cells(env: OpenAPIEnvironment) -> str | None:
+    for split, _ in SPLIT_SHARES:
+        for d in env.difficulties:
+            if env.capacity(split, d) == 0:
+                return f"no task fits {split} at difficulty {d}"
+    return None
+
+
+def _check_name(problem: str) -> str:
+    """A failed audit check's kind, for counting: 'tool coverage', 'plan shapes'..."""
+    for key, name in (
+        (GRADING, "noisy oracle not graded"),
+        ("oracle success", "oracle below 1.0"),
+        ("baseline earns", "baseline above 0.05"),
+        ("plan length by difficulty", "plan length not graded"),
+        ("tools <", "tool coverage below 0.8"),
+        ("plan shapes", "plan shapes below 50"),
+        ("distinct instructions", "instructions below 500"),
+        ("differs when rebuilt", "not deterministic"),
+        ("different states", "not deterministic"),
+        ("no task at", "task synthesis failed"),
+    ):
+        if key in problem:
+            return name
+    return problem[:60]
+
+
+def _audit(env: OpenAPIEnvironment, s: Settings) -> tuple[AuditReport, int]:
+    report = audit(env, n=s.n, seed=s.seed, diversity=s.diversity)
+    if not report.passed and all(GRADING in p for p in report.problems) and s.n < FULL_N:
+        return audit(env, n=FULL_N, seed=s.seed, diversity=s.diversity), FULL_N
+    return report, s.n
+
+
+def _summary(r: AuditReport) -> dict[str, Any]:
+    keys = (
+        "oracle_success_rate",
+        "noop_reward_mean",
+        "random_reward_mean",
+        "spam_reward_mean",
+        "guess_reward_mean",
+        "noisy_oracle_success_rate",
+        "difficulty_monotonic",
+        "deterministic",
+        "tool_coverage",
+        "plan_shapes_per_1k",
+        "instructions_distinct_per_1k",
+    )
+    return {k: getattr(r, k) for k in keys}
+
+
+def import_one(path: Path, source: str, settings: Settings) -> SpecResult:
+    """Compile, build, audit and (if it passes) save one document. Never raises."""
+    started, cpu = time.perf_counter(), time.process_time()
+    result = SpecResult(source=source)
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, settings.timeout)
+    try:
+        _run(path, source, settings, result)
+    except (SpecError, NoWorld) as exc:
+        result.reason, result.detail = exc.reason, exc.message[:500]
+    except DomainError as exc:
+        result.reason, result.detail = "compile_error", str(exc)[:500]
+    except SynthesisError as exc:
+        result.reason, result.detail = "no_tasks", str(exc)[:500]
+    except _Timeout:
+        result.reason, result.detail = "timeout", f"over {settings.timeout:.0f} s"
+    except RecursionError:
+        result.reason, result.detail = "unsupported_construct", "schemas nest too deeply"
+    except Exception as exc:  # a batch must outlive an importer bug; the report names it
+        result.reason, result.detail = "internal_error", f"{type(exc).__name__}: {exc}"[:500]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    result.seconds = round(time.perf_counter() - started, 3)
+    result.cpu_seconds = round(time.process_time() - cpu, 3)
+    return result
+
+
+def _run(path: Path, source: str, settings: Settings, result: SpecResult) -> None:
+    data = read_document(path)
+    env_id = world_id(source)
+    domain = compile_document(data, source, env_id)
+    spec = parse_domain(domain, source)
+    env = OpenAPIEnvironment(spec, seed=settings.seed)
+    register(env_id, factory_for(spec), overwrite=True)
+    info = env.info()
+    result.env_id = env_id
+    result.tools, result.entities, result.rows = info.tools, info.tables, info.rows
+    result.goals = info.goal_templates
+    result.operations = sum(
+        1 for item in (data.get("paths") or {}).values() if isinstance(item, dict) for _ in item
+    )
+    empty = _check_cells(env)
+    if empty:
+        result.reason, result.detail = "no_tasks", empty
+        return
+    report, n = _audit(env, settings)
+    result.audit_n = n
+    result.audit = _summary(report)
+    result.problems = report.problems[:10]
+    if not report.passed:
+        result.reason = "audit_failure"
+        result.detail = "; ".join(report.problems[:3])[:500]
+        return
+    result.passed = True
+    if settings.out is not None:
+        meta = {"source": source, "title": info.name, "audit": result.audit, "audit_n": n}
+        save_world(settings.out, domain, meta)
+
+
+def _init_worker() -> None:
+    list_envs()  # load the built-in worlds once per process, not once per document
+
+
+def run_import(
+    items: list[tuple[Path, str]],
+    settings: Settings,
+    jobs: int = 1,
+    progress: Callable[[SpecResult], None] | None = None,
+) -> ImportReport:
+    """Import documents ((path, source name) pairs), ``jobs`` at a time."""
+    started = time.perf_counter()
+    results: list[SpecResult] = []
+    for r in _results(items, settings, jobs):
+        results.append(r)
+        if progress:
+            progress(r)
+    order = {src: i for i, (_, src) in enumerate(items)}
+    results.sort(key=lambda r: order.get(r.source, 0))
+    return _report(results, settings, time.perf_counter() - started)
+
+
+def _results(items: list[tuple[Path, str]], s: Settings, jobs: int) -> Iterator[SpecResult]:
+    if jobs <= 1 or len(items) <= 1:
+        _init_worker()
+        for path, source in items:
+            yield import_one(path, source, s)
+        return
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker) as pool:
+        pending: set[Future[SpecResult]] = set()
+        queue = iter(items)
+        for path, source in queue:
+            pending.add(pool.submit(import_one, path, source, s))
+            if len(pending) >= jobs * 4:
+                break
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                yield fut.result()
+            for path, source in queue:
+                pending.add(pool.submit(import_one, path, source, s))
+                if len(pending) >= jobs * 4:
+                    break
+
+
+def _report(results: list[SpecResult], s: Settings, seconds: float) -> ImportReport:
+    failures = Counter(r.reason for r in results if r.reason)
+    checks: Counter[str] = Counter()
+    for r in results:
+        if r.reason == "audit_failure":
+            checks.update({_check_name(p) for p in r.problems})
+    times = sorted(r.seconds for r in results)
+    built = sorted(r.seconds for r in results if r.env_id)
+    return ImportReport(
+        specs=len(results),
+        compiled=sum(1 for r in results if r.env_id),
+        passed_audit=sum(1 for r in results if r.passed),
+        seconds=round(seconds, 2),
+        failures={k: failures[k] for k in REASONS if failures[k]},
+        audit_failures=dict(checks.most_common()),
+        median_seconds=round(statistics.median(times), 3) if times else 0.0,
+        p90_seconds=round(times[int(0.9 * (len(times) - 1))], 3) if times else 0.0,
+        median_seconds_compiled=round(statistics.median(built), 3) if built else 0.0,
+        median_cpu_seconds=round(statistics.median(r.cpu_seconds for r in results), 3)
+        if results
+        else 0.0,
+        settings={
+            "n": s.n,
+            "diversity": s.diversity,
+            "timeout": s.timeout,
+            "seed": s.seed,
+            "full_n_on_grading_failure": FULL_N,
+            "cpus": os.cpu_count(),
+        },
+        results=results,
+    )
