@@ -63,8 +63,9 @@ def write(path: str, content: str) -> PlanStep:
 
 
 def python(script: str) -> PlanStep:
-    """A gold step that runs a Python script (system python3) given inline."""
-    return run(f"python3 - <<'PYEOF'\n{script.strip()}\nPYEOF")
+    """A gold step that runs a Python script (system python3) given inline. The braces make
+    bash read the whole step before running any of it, so a mangled step runs nothing."""
+    return run(f"{{ python3 - <<'PYEOF'\n{script.strip()}\nPYEOF\n}}")
 
 
 def q(text: str) -> str:

@@ -76,50 +76,58 @@ class GitOperation(Family):
                 run(cd + f"git add -A && git commit -q -m {q(msg)}"),
             ]
         elif difficulty == 2:
-            sha, msg, _ = rng.choice(history[:-1])
-            tag = f"v{rng.randint(1, 3)}.{rng.randint(0, 9)}.{rng.randint(0, 9)}"
+            picked = rng.sample(history[:-1], rng.randint(1, 2))
+            tags = rng.sample([f"v{a}.{b}.0" for a in range(1, 4) for b in range(10)], 2)
+            asks = [
+                f"the commit whose message is '{m}' as {t}"
+                for (_, m, _), t in zip(picked, tags, strict=False)
+            ]
             instruction = (
-                f"In /work/{root}, tag the commit whose message is '{msg}' as {tag}. Do not "
-                "change any branch."
+                f"In /work/{root}, tag " + " and ".join(asks) + ". Do not change any branch."
             )
             checks = {
-                "tag": (["rev-parse", f"{tag}^{{commit}}"], sha),
-                "main": (["rev-parse", "main"], head),
+                f"tag {t}": (["rev-parse", f"{t}^{{commit}}"], sha)
+                for (sha, _, _), t in zip(picked, tags, strict=False)
             }
+            checks["main"] = (["rev-parse", "main"], head)
             kept = {"main"}
-            gold = [
-                run(cd + "git log --oneline"),
-                run(cd + f"git tag {q(tag)} $(git log --format=%H -F --grep={q(msg)})"),
-                run(cd + f"git show --stat {q(tag)}"),
+            gold = [run(cd + "git log --oneline")]
+            gold += [
+                run(cd + f"git tag {q(t)} $(git log --format=%H -F --grep={q(m)})")
+                for (_, m, _), t in zip(picked, tags, strict=False)
             ]
+            gold.append(run(cd + "git tag -n"))
         elif difficulty == 3:
-            bad_path = rng.choice(sorted(files))
-            before = files[bad_path]
-            files[bad_path] = before + f"debug_{rng.choice(WORDS)} = true\n"
-            bad_msg = f"Enable {rng.choice(WORDS)} debug output"
-            bad = repo.commit(files, bad_msg, [head])
-            other = rng.choice(sorted(p for p in files if p != bad_path))
+            bad_paths = rng.sample(sorted(files), 3)
+            before = {p: files[p] for p in bad_paths}
+            bads, bad_msgs = [], []
+            for p in bad_paths[:2]:
+                files[p] = files[p] + f"debug_{rng.choice(WORDS)} = true\n"
+                bad_msgs.append(f"Enable {rng.choice(WORDS)} debug output in {p.split('/')[-1]}")
+                head = repo.commit(files, bad_msgs[-1], [head])
+                bads.append(head)
+            other = bad_paths[2]
             files[other] += _lines(rng, 1)
-            head = repo.commit(files, f"Tidy {other.split('/')[-1]}", [bad])
+            head = repo.commit(files, f"Tidy {other.split('/')[-1]}", [head])
             repo.refs["heads/main"] = head
             worktree = dict(files)
             instruction = (
-                f"In /work/{root}, the commit '{bad_msg}' was a mistake. Undo it with a new "
-                "commit on main (keep the history: do not rewrite it)."
+                f"In /work/{root}, the commits '{bad_msgs[0]}' and '{bad_msgs[1]}' were "
+                "mistakes. Undo them with new commits on main (keep the history: do not "
+                "rewrite it)."
             )
             checks = {
-                "undone": (["show", f"HEAD:{bad_path}"], before.strip()),
+                f"undone {p}": (["show", f"HEAD:{p}"], before[p].strip()) for p in bad_paths[:2]
+            }
+            checks |= {
                 "kept": (["show", f"HEAD:{other}"], files[other].strip()),
                 "history": (["merge-base", "--is-ancestor", head, "HEAD"], ""),
                 "clean": (["status", "--porcelain"], ""),
             }
             kept = {"kept", "history", "clean"}
-            gold = [
-                run(cd + "git log --oneline"),
-                run(cd + f"git show --stat {bad}"),
-                run(cd + f"git revert --no-edit {bad}"),
-                run(cd + "git status"),
-            ]
+            gold = [run(cd + "git log --oneline")]
+            gold += [run(cd + f"git revert --no-edit {b}") for b in reversed(bads)]
+            gold.append(run(cd + "git status"))
         elif difficulty == 4:
             branch = f"feature/{names[6]}"
             note = f"notes/{names[7]}.md"
@@ -143,7 +151,7 @@ class GitOperation(Family):
         else:
             paths = rng.sample(sorted(p for p in files if p != "README.md"), 5)
             side, commits, fixes = dict(files), [], []
-            n_fix = rng.randint(2, 4)
+            n_fix = rng.randint(3, 4)
             kinds = ["fix"] * n_fix + ["try"] * rng.randint(1, 5 - n_fix)
             rng.shuffle(kinds)
             parent = head

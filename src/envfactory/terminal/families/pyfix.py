@@ -217,8 +217,8 @@ class PythonFix(Family):
     description = "Find and fix the bugs in a Python module so that its unit tests pass."
 
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
-        n_funcs = (1, 2, 3, 4, 5)[difficulty - 1]
-        n_bugs = (1, 1, 2, 2, 3)[difficulty - 1]
+        n_funcs = (1, 3, 4, 5, 6)[difficulty - 1]
+        n_bugs = (1, 2, 3, 4, 5)[difficulty - 1]
         templates = rng.sample(TEMPLATES, n_funcs)
         buggy = set(rng.sample(range(n_funcs), n_bugs))
         module = "_".join(rng.sample(WORDS, 2))
@@ -239,7 +239,6 @@ class PythonFix(Family):
             file("tests/__init__.py", ""),
             file(f"tests/test_{module}.py", _unit_tests(module, visible)),
         ]
-        fixed = _source([(t, t.body) for t, _ in chosen])
         instruction = (
             f"The unit tests in /work/tests fail. Fix the code in /work/app/{module}.py so that "
             "`python3 -m unittest` (run in /work) passes. Do not change the tests; the functions "
@@ -269,11 +268,14 @@ class PythonFix(Family):
             read(f"tests/test_{module}.py"),
         ]
         fixes = [(t, body) for i, (t, body) in enumerate(chosen) if i in buggy]
-        for t, body in fixes[:-1]:
+        # The first fix rewrites the module; each other one is an edit of it.
+        first = fixes[0][0]
+        gold.append(write(path, _source([(t, t.body if t is first else b) for t, b in chosen])))
+        for t, body in fixes[1:]:
             wrong = f"def {t.name}({t.params}):\n    {body}\n"
             right = f"def {t.name}({t.params}):\n    {t.body}\n"
             gold.append(python(REPLACE.format(path=path, old=wrong, new=right)))
-        gold += [write(path, fixed), run("python3 -m unittest")]
+        gold.append(run("python3 -m unittest"))
         shape = [f"{len(chosen)} functions", *(f"fix:{t.name}" for t, _ in fixes)]
         return Draft(
             instruction=instruction,
