@@ -30,11 +30,16 @@ define apt_install
 	fi
 endef
 
+# A CPU build of PyTorch in /opt/wheels, when there is one, is installed instead of the
+# registry's much larger CUDA build (the integrations extra needs torch).
+LOCAL_TORCH := $(lastword $(sort $(wildcard /opt/wheels/torch-*.whl)))
+UV_LOCAL    := $(if $(LOCAL_TORCH),--find-links /opt/wheels $(LOCAL_TORCH))
+
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --disable-pip-version-check uv \
-	  && $(BIN)/uv pip install --python $(BIN)/python -q -e '.[dev]' \
-	  || $(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+	  && $(BIN)/uv pip install --python $(BIN)/python -q $(UV_LOCAL) -e '.[dev]' \
+	  || $(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]' $(LOCAL_TORCH)
 	@touch $(STAMP)
 
 setup: $(STAMP)
