@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from envfactory.cli import audit, bench, check, demo, envs, play, rollout, serve, tasks
+from envfactory.cli import curriculum as curriculum_cli
 
 app = typer.Typer(
     name="envfactory",
@@ -23,6 +24,7 @@ app.command("demo")(demo.demo)
 app.command("rollout")(rollout.rollout)
 app.command("serve")(serve.serve)
 app.command("bench-serve")(serve.bench_serve)
+app.add_typer(curriculum_cli.app, name="curriculum")
 
 
 if __name__ == "__main__":

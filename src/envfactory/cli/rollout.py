@@ -13,6 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from envfactory.cli.common import console, err_console, print_json
+from envfactory.credit.advantages import CreditConfig
+from envfactory.credit.files import credit_folder, parse_credit
 from envfactory.errors import EnvFactoryError
 from envfactory.harness.config import ContextConfig, HarnessConfig
 from envfactory.policies.base import RolloutPolicy
@@ -105,6 +107,19 @@ def rollout(
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out."),
     parquet: bool = typer.Option(False, "--parquet", help="Also write episodes.parquet."),
     json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    curriculum: Path | None = typer.Option(
+        None,
+        "--curriculum",
+        help="Draw tasks from this curriculum (SQLite file) in rounds of --n-tasks groups, "
+        "and update it with every outcome.",
+    ),
+    rounds: int = typer.Option(10, "--rounds", min=1, help="With --curriculum: rounds to run."),
+    credit: str | None = typer.Option(
+        None,
+        "--credit",
+        help="Write credited.jsonl with advantages: method[+step][+shaping][+filter], e.g. "
+        "grpo, drgrpo+gigpo+shaping (methods grpo drgrpo erpo atgrpo; steps gigpo rewardflow).",
+    ),
 ) -> None:
     """Run groups of episodes through the async engine and record every trajectory."""
     env_ids = _csv(envs) or list_envs()
@@ -142,13 +157,70 @@ def rollout(
         else int(isinstance(chosen, OpenAIPolicy)),
     )
     folder = out or Path("runs") / f"rollout-{time.strftime('%Y%m%d-%H%M%S')}"
+    try:
+        credit_config = parse_credit(credit) if credit else None
+    except ValueError as exc:
+        raise _fail(f"--credit: {exc}") from None
     for env_id in env_ids:
         make(env_id)  # build the worlds before the clock starts
+    if curriculum is not None:
+        _with_curriculum(
+            curriculum,
+            folder,
+            env_ids,
+            split_list,
+            n_tasks,
+            rounds,
+            json,
+            chosen,
+            harness,
+            config,
+            resume,
+            credit_config,
+        )
+        return
     summary = _run(folder, refs, chosen, harness, config, resume, parquet)
+    if credit_config is not None:
+        summary.files.append(str(credit_folder(folder, credit_config)[0]))
     if json:
         print_json(summary)
     else:
         show(summary)
+
+
+def _with_curriculum(
+    db: Path,
+    folder: Path,
+    env_ids: list[str],
+    splits: list[str],
+    groups: int,
+    rounds: int,
+    json: bool,
+    policy: RolloutPolicy,
+    harness: HarnessConfig,
+    config: EngineConfig,
+    resume: bool,
+    credit: CreditConfig | None,
+) -> None:
+    from envfactory.cli.curriculum import run_curriculum, show_state
+    from envfactory.curriculum.drive import Rounds
+
+    plan = Rounds(rounds, groups, cast(Split, splits[0]), tuple(env_ids))
+    summaries, cur = run_curriculum(db, folder, env_ids, plan, policy, harness, config, resume)
+    for summary in summaries:
+        if credit is not None and summary.out is not None:
+            summary.files.append(str(credit_folder(Path(summary.out).parent, credit)[0]))
+    if json:
+        print_json(
+            {
+                "rounds": [s.model_dump(mode="json") for s in summaries],
+                "curriculum": [s.model_dump(mode="json") for s in cur.state()],
+            }
+        )
+        return
+    for summary in summaries[-1:]:
+        show(summary)
+    show_state(cur)
 
 
 def _run(

@@ -26,6 +26,9 @@ def serve(
     ),
     max_steps: int = typer.Option(60, "--max-steps", help="Turn limit of each episode."),
     log_level: str = typer.Option("info", "--log-level"),
+    curriculum: str | None = typer.Option(
+        None, "--curriculum", help="Serve a curriculum from this SQLite file (next-task route)."
+    ),
 ) -> None:
     """Serve environments over HTTP (Open Reward Standard), WebSocket (OpenEnv) and MCP."""
     try:
@@ -46,6 +49,7 @@ def serve(
         max_sessions=max_sessions,
         idle_timeout=idle_timeout,
         max_steps=max_steps,
+        curriculum=curriculum,
     )
     err_console.print(f"envfactory serving on http://{host}:{port} (OpenAPI: /openapi.json)")
     run_server(config, host=host, port=port, log_level=log_level)

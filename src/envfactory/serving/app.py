@@ -81,6 +81,11 @@ def create_app(
         return StatusOut(status="ok")
 
     app.include_router(envfactory_router(engine))
+    if config.curriculum:
+        from envfactory.curriculum import Curriculum
+        from envfactory.curriculum.routes import curriculum_router
+
+        app.include_router(curriculum_router(engine, Curriculum(config.curriculum)))
     app.include_router(openenv_router(engine))
     app.include_router(ors_router(engine))
     app.router.routes.append(

@@ -27,6 +27,7 @@ class ServeConfig:
     max_steps: int = 60
     task_block: int = 1000
     inline_kinds: frozenset[str] = field(default_factory=lambda: frozenset({"db"}))
+    curriculum: str | None = None  # a curriculum store: serves /envfactory/curriculum routes
 
 
 def is_loopback(host: str) -> bool:
