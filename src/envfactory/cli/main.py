@@ -6,6 +6,7 @@ import typer
 
 from envfactory.cli import audit, bench, check, demo, envs, play, rollout, serve, tasks
 from envfactory.cli import curriculum as curriculum_cli
+from envfactory.cli import proxy as proxy_cli
 
 app = typer.Typer(
     name="envfactory",
@@ -24,6 +25,7 @@ app.command("demo")(demo.demo)
 app.command("rollout")(rollout.rollout)
 app.command("serve")(serve.serve)
 app.command("bench-serve")(serve.bench_serve)
+app.command("proxy")(proxy_cli.proxy)
 app.add_typer(curriculum_cli.app, name="curriculum")
 
 
