@@ -95,6 +95,8 @@ def test_no_write_outside_the_working_directory(box: Sandbox) -> None:
 def test_capabilities_dropped(box: Sandbox) -> None:
     r = box.run("grep CapEff /proc/self/status; mkdir m; mount -t tmpfs x m 2>&1; id -u")
     assert "0000000000000000" in r.output
+    nested = box.run("unshare -U -r id 2>&1")  # no way back to root in a nested namespace
+    assert nested.exit_code != 0 and "uid=0" not in nested.output
     assert "permission denied" in r.output.lower() or "must be superuser" in r.output.lower()
     assert r.output.strip().endswith("1000")
 

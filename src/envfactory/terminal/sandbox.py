@@ -205,7 +205,8 @@ class Runtime:
     # -- the command line --------------------------------------------------------------------
 
     def _base_args(self) -> list[str]:
-        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        args = [self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns"]
+        args += ["--die-with-parent", "--new-session"]
         args += ["--cap-drop", "ALL", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
         args += ["--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
         for top in _TOPS:
