@@ -46,5 +46,14 @@ def schemas(fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
             fn = {"name": name, "description": description, "parameters": schema}
             out.append({"type": "function", "function": fn})
         else:
-            out.append({"name": name, "description": description, "inputSchema": schema})
+            # MCP's hints: reading changes nothing; a command or a write may remove files.
+            hints = {"readOnlyHint": name == "read_file", "destructiveHint": name != "read_file"}
+            out.append(
+                {
+                    "name": name,
+                    "description": description,
+                    "inputSchema": schema,
+                    "annotations": hints,
+                }
+            )
     return out
