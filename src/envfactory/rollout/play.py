@@ -160,10 +160,14 @@ class Play:
             except InfraFault as exc:
                 status, error = "infra_error", str(exc)
             except Paused:
-                self.engine.checkpoint(self._stamp())
+                if rec.calls:
+                    self.engine.stats.paused += 1
+                    self.engine.checkpoint(self._stamp())
                 return None
+            if status == "env_error" and error is None:
+                error = "the environment failed inside a step"
             rec.status, rec.error = status, error
-            if status in SCORED or status == "timeout":
+            if self.ep is not None and (status in SCORED or status == "timeout"):
                 try:  # a world stuck past the episode's budget must not hold the run
                     async with asyncio.timeout(cfg.call_timeout_s):
                         await self._judge()
@@ -207,6 +211,7 @@ class Play:
         env, task, rec = self.env, self.task, self.record
         if self.ep is not None:
             self.executor.close(self.lane, self.ep.close)
+            self.ep = None
         ep, first = await self._env(partial(_open, env, self.engine.episode_config, task))
         self.ep = ep
         session = self.engine.policy.session(
