@@ -17,7 +17,11 @@ Factory = Callable[..., Environment]
 # Modules whose import registers built-in environments of other kinds (terminal, ...).
 # Each calls ``register`` at import time; a kind whose runtime is missing still registers
 # and says so when an episode starts.
-BUILTIN_MODULES: list[str] = ["envfactory.terminal.builtin", "envfactory.peers.tau2.register"]
+BUILTIN_MODULES: list[str] = [
+    "envfactory.terminal.builtin",
+    "envfactory.peers.tau2.register",
+    "envfactory.openapi.register",  # the libraries ENVFACTORY_LIBRARY names
+]
 
 _FACTORIES: dict[str, Factory] = {}
 _UNAVAILABLE: dict[str, str] = {}  # env id -> why it cannot be made here

@@ -2,15 +2,31 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 from rich.table import Table
 
-from envfactory.cli.common import console, print_json
+from envfactory.cli.common import console, err_console, print_json
+from envfactory.errors import DomainError
 from envfactory.registry import list_envs, make
 
 
-def envs(json: bool = typer.Option(False, "--json", help="Print a JSON list.")) -> None:
+def envs(
+    json: bool = typer.Option(False, "--json", help="Print a JSON list."),
+    library: list[Path] | None = typer.Option(
+        None, "--library", help="Also register the worlds saved in this folder (repeatable)."
+    ),
+) -> None:
     """List the registered environments."""
+    from envfactory.openapi.library import register_library
+
+    for folder in library or []:
+        try:
+            register_library(folder)
+        except DomainError as exc:
+            err_console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
     infos = [make(e).info() for e in list_envs()]
     if json:
         print_json(infos)

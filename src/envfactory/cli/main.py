@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from envfactory.cli import audit, bench, check, demo, envs, play, rollout, serve, tasks
+from envfactory.cli import audit, bench, check, demo, envs, openapi, play, rollout, serve, tasks
 from envfactory.cli import curriculum as curriculum_cli
 from envfactory.cli import proxy as proxy_cli
 
@@ -26,6 +26,7 @@ app.command("rollout")(rollout.rollout)
 app.command("serve")(serve.serve)
 app.command("bench-serve")(serve.bench_serve)
 app.command("proxy")(proxy_cli.proxy)
+app.add_typer(openapi.app, name="openapi")
 app.add_typer(curriculum_cli.app, name="curriculum")
 
 

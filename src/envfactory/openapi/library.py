@@ -18,10 +18,23 @@ from envfactory.domain.spec import DomainSpec
 from envfactory.env import Environment
 from envfactory.errors import DomainError
 from envfactory.openapi.environment import OpenAPIEnvironment
-from envfactory.registry import register
+from envfactory.registry import list_envs, register
 
 FORMAT = "envfactory-openapi-world/1"
 LIBRARY_ENV = "ENVFACTORY_LIBRARY"
+_OURS: set[str] = set()  # ids registered from documents or libraries (others are never replaced)
+
+
+def free_id(env_id: str) -> str:
+    """``env_id``, or ``<env_id>-openapi`` when a world of another kind already has it."""
+    taken = set(list_envs()) - _OURS
+    return f"{env_id}-openapi" if env_id in taken else env_id
+
+
+def register_world(env_id: str, factory: Any) -> None:
+    """Register a compiled world (replacing an earlier compiled world of that id)."""
+    _OURS.add(env_id)
+    register(env_id, factory, overwrite=True)
 
 
 def save_world(folder: Path, domain: dict[str, Any], meta: dict[str, Any]) -> Path:
@@ -62,26 +75,34 @@ def world_files(folder: str | Path) -> list[Path]:
 
 
 def factory_for(spec: DomainSpec) -> Any:
+    """A registry factory for a compiled domain."""
+
     def factory(seed: int = 0, scale: float = 1.0) -> Environment:
         return OpenAPIEnvironment(spec, seed=seed, scale=scale)
 
     return factory
 
 
-def register_library(folder: str | Path, overwrite: bool = True) -> list[str]:
-    """Register every world saved in ``folder``; returns their ids. A file that does not
-    load is skipped (making it is not possible, listing the others is)."""
+def _lazy(path: Path) -> Any:
+    """A registry factory that reads its world file when the world is first made."""
+
+    def factory(seed: int = 0, scale: float = 1.0) -> Environment:
+        return OpenAPIEnvironment(load_world(path), seed=seed, scale=scale)
+
+    return factory
+
+
+def register_library(folder: str | Path) -> list[str]:
+    """Register every world saved in ``folder`` (each is read when first made, so a large
+    library registers instantly); returns their ids. A built-in world's id is never taken."""
     folder = Path(folder)
     if not folder.is_dir():
         raise DomainError(f"{folder}: no such library folder")
     ids = []
     for path in world_files(folder):
-        try:
-            spec = load_world(path)
-        except DomainError:
-            continue
-        register(spec.id, factory_for(spec), overwrite=overwrite)
-        ids.append(spec.id)
+        if free_id(path.stem) == path.stem:
+            register_world(path.stem, _lazy(path))
+            ids.append(path.stem)
     return ids
 
 

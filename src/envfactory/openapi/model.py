@@ -246,6 +246,8 @@ def _select(graph: Graph) -> list[Resource]:
 def build_model(doc: Document, graph: Graph, world: str) -> Model:
     """The world model of a document, or :class:`NoWorld` when it holds nothing writable."""
     picked = _select(graph)
+    if not picked and doc.dropped:
+        raise NoWorld("unsupported_construct", "; ".join(sorted(doc.dropped))[:400])
     if not picked:
         raise NoWorld("no_resources", "no operation lists, gets, creates, updates or deletes rows")
     if not any(r.writable for r in picked):

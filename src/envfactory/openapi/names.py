@@ -122,17 +122,17 @@ def singular_phrase(name: str) -> list[str]:
 
 
 def identifier(name: str, taken: set[str] | None = None) -> str:
-    """A name that is a SQLite column, a Python variable and a JSON key: the API's own name
-    when it is safe (``displayName``), else a cleaned one (``user-id`` -> ``user_id``,
-    ``$top`` -> ``top``, ``order`` -> ``order_``). With ``taken`` (lower-cased names already
-    used), a name is made unique: SQLite columns are case-insensitive."""
+    """A column or table name, safe in SQL and as a key expressions read (``row.name``): the
+    API's own name when it is safe (``displayName``), else a cleaned one (``user-id`` ->
+    ``user_id``, ``$top`` -> ``top``, ``order`` -> ``order_``). With ``taken`` (lower-cased
+    names already used), a name is made unique: SQLite columns are case-insensitive."""
     base = name if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) else snake(name)
     if not base or not base[0].isalpha():
         base = "f_" + base if base else "field"
     if len(base) > 48:
         base = base[:40] + "_" + short_hash(name, 6)
     low = base.lower()
-    if low in SQL_KEYWORDS or keyword.iskeyword(base) or low in RESERVED:
+    if low in SQL_KEYWORDS or keyword.iskeyword(base) or low == "id":
         base += "_"
     if taken is not None:
         candidate, n = base, 2

@@ -41,11 +41,11 @@ from envfactory.errors import DomainError, SynthesisError
 from envfactory.openapi.compile import compile_document
 from envfactory.openapi.document import SpecError, read_document
 from envfactory.openapi.environment import OpenAPIEnvironment
-from envfactory.openapi.library import factory_for, save_world
+from envfactory.openapi.library import factory_for, free_id, register_world, save_world
 from envfactory.openapi.model import NoWorld
 from envfactory.openapi.names import world_id
 from envfactory.quality.audit import AuditReport, audit
-from envfactory.registry import list_envs, register
+from envfactory.registry import list_envs
 from envfactory.tasks.seeds import SPLIT_SHARES
 
 REASONS = (
@@ -206,11 +206,11 @@ def import_one(path: Path, source: str, settings: Settings) -> SpecResult:
 
 def _run(path: Path, source: str, settings: Settings, result: SpecResult) -> None:
     data = read_document(path)
-    env_id = world_id(source)
+    env_id = free_id(world_id(source))
     domain = compile_document(data, source, env_id)
     spec = parse_domain(domain, source)
     env = OpenAPIEnvironment(spec, seed=settings.seed)
-    register(env_id, factory_for(spec), overwrite=True)
+    register_world(env_id, factory_for(spec))
     info = env.info()
     result.env_id = env_id
     result.tools, result.entities, result.rows = info.tools, info.tables, info.rows

@@ -32,7 +32,9 @@ VERB_KIND: dict[str, Kind] = {
     **dict.fromkeys(
         ["get", "describe", "read", "retrieve", "fetch", "show", "view", "lookup", "load"], "get"
     ),
-    **dict.fromkeys(["create", "add", "new", "insert", "post", "register", "make"], "create"),
+    **dict.fromkeys(
+        ["create", "add", "new", "insert", "post", "register", "make", "send", "submit"], "create"
+    ),
     **dict.fromkeys(
         ["update", "patch", "modify", "edit", "put", "set", "replace", "change", "save"], "update"
     ),
