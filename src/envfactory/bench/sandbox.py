@@ -3,8 +3,9 @@
 In one run: a plain subprocess start (``/bin/true``) beside a sandbox start (``true`` in a
 fresh bubblewrap sandbox, limits and all), then 1,000 sandboxed episodes started and torn
 down: working directory made and filled with the task's files, one command run in the
-sandbox, directory removed. ``episodes_1000_cpu_s`` is the CPU time those took (this process
-and the sandboxes), which a busy machine does not inflate the way it does wall time.
+sandbox, directory removed; one thread per core runs them (``workers``), as a rollout engine
+would. ``episodes_1000_cpu_s`` is the CPU time those took (this process and the sandboxes),
+which a busy machine does not inflate the way it does wall time.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from statistics import median
 
 from pydantic import BaseModel
@@ -28,6 +30,7 @@ class SandboxBench(BaseModel):
     sandbox_start_ms_p50: float
     subprocess_start_ms_p50: float
     episodes: int
+    workers: int
     episodes_1000_s: float
     episodes_1000_cpu_s: float
     episode_ms_p50: float
@@ -45,7 +48,10 @@ def _ms(samples: list[float]) -> float:
 
 
 def bench_sandbox(
-    env_id: str = "term-organize-files", starts: int = 200, episodes: int = 1000
+    env_id: str = "term-organize-files",
+    starts: int = 200,
+    episodes: int = 1000,
+    workers: int | None = None,
 ) -> SandboxBench:
     env = make(env_id)
     if not isinstance(env, TerminalEnvironment):
@@ -66,22 +72,29 @@ def bench_sandbox(
         env.task(SPLITS[i % 3], env.difficulties[i % len(env.difficulties)], i // 15)
         for i in range(50)
     ]
-    ep = env.episode()
-    per: list[float] = []
     look = ToolCall(tool="run_command", arguments={"command": "ls"})
+    workers = workers or os.cpu_count() or 1
+    per: list[float] = []
+
+    def play(share: range) -> None:
+        ep = env.episode()
+        for i in share:
+            t0 = clock()
+            ep.reset(tasks[i % len(tasks)])
+            ep.step(look)
+            ep.close()
+            per.append(clock() - t0)
+
     started, cpu = clock(), _cpu()
-    for i in range(episodes):
-        t0 = clock()
-        ep.reset(tasks[i % len(tasks)])
-        ep.step(look)
-        ep.close()
-        per.append(clock() - t0)
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(play, [range(w, episodes, workers) for w in range(workers)]))
     total, cpu_used = clock() - started, _cpu() - cpu
     return SandboxBench(
         env=env_id,
         sandbox_start_ms_p50=_ms(boxed),
         subprocess_start_ms_p50=_ms(plain),
         episodes=episodes,
+        workers=workers,
         episodes_1000_s=round(total * 1000 / episodes, 2),
         episodes_1000_cpu_s=round(cpu_used * 1000 / episodes, 2),
         episode_ms_p50=_ms(per),
