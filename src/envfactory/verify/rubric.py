@@ -24,15 +24,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel
-
 from envfactory.verify.verdict import RubricItem
 
 E = TypeVar("E")
 Kind = Literal["score", "gate"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Judgement:
     """A criterion's finding. ``active=False`` keeps the item in the verdict with weight 0
     (e.g. the answer item of a task that asks no question)."""
@@ -42,18 +40,20 @@ class Judgement:
     active: bool = True
 
 
-class Explanation(BaseModel):
-    """One node of a judged rubric: how its score came about."""
+@dataclass(slots=True)
+class Explanation:
+    """One node of a judged rubric: how its score came about (``dataclasses.asdict`` gives
+    it as plain data)."""
 
     name: str
     op: str
     weight: float
     score: float
     reason: str = ""
-    children: list[Explanation] = []
+    children: list[Explanation] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Scored:
     score: float
     weight: float
@@ -94,7 +94,8 @@ class Criterion(Node[E]):
         j = self.judge(evidence)
         if j is None:
             return None
-        score = min(1.0, max(0.0, float(j.score))) if math.isfinite(j.score) else 0.0
+        score = float(j.score)
+        score = (1.0 if score > 1.0 else score) if score >= 0.0 else 0.0  # NaN and below: 0
         weight = self.weight if j.active else 0.0
         item = RubricItem(
             name=self.name, kind=self.kind, weight=weight, score=score, reason=j.reason
@@ -119,7 +120,11 @@ class _Composite(Node[E]):
     op: str = field(default="", init=False)
 
     def evaluate(self, evidence: E) -> Scored | None:
-        parts = [s for s in (c.evaluate(evidence) for c in self.children) if s is not None]
+        parts = []
+        for child in self.children:
+            scored = child.evaluate(evidence)
+            if scored is not None:
+                parts.append(scored)
         score, why = self.fold(parts)
         score = min(1.0, max(0.0, score))
         items = [i for p in parts for i in p.items]
