@@ -4,7 +4,6 @@ runs."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 from dataclasses import asdict
 from pathlib import Path
@@ -14,18 +13,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from envfactory.cli.common import console, err_console, print_json
+from envfactory.cli.rollout import with_progress
 from envfactory.curriculum.controller import Curriculum, CurriculumConfig
 from envfactory.curriculum.drive import Rounds, run_rounds
 from envfactory.curriculum.learners import LearnerSpec
 from envfactory.curriculum.simulate import SeedResult, SimulationSettings, simulate
 from envfactory.curriculum.store import CurriculumError, CurriculumStore
-from envfactory.errors import EnvFactoryError
 from envfactory.harness.config import HarnessConfig
 from envfactory.policies.base import RolloutPolicy
 from envfactory.registry import make
 from envfactory.rollout.summary import RunSummary
 from envfactory.rollout.types import EngineConfig
-from envfactory.trajectory.record import EpisodeRecord
 
 DEFAULT_DB = Path("runs/curriculum.sqlite")
 DB_OPTION = typer.Option(
@@ -205,39 +203,20 @@ def run_curriculum(
     except (CurriculumError, ValueError) as exc:
         err_console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
+    total = plan.rounds * plan.groups * config.group_size
+    summaries = with_progress(
+        total,
+        lambda done, stopping: run_rounds(
+            folder,
+            cur,
+            policy,
+            plan,
+            harness=harness,
+            config=config,
+            resume=resume,
+            on_episode=done,
+            on_stop=stopping,
+        ),
+        note=lambda: "frontier " + ", ".join(f"{e} {cur.frontier(e)}" for e in env_ids),
     )
-    with Progress(*columns, console=err_console, transient=True) as bar:
-        job = bar.add_task("episodes", total=plan.rounds * plan.groups * config.group_size)
-
-        def done(rec: EpisodeRecord) -> None:
-            if rec.status != "infra_error":
-                bar.advance(job)
-            fronts = ", ".join(f"{e} {cur.frontier(e)}" for e in env_ids)
-            bar.update(job, description=f"episodes (frontier: {fronts})")
-
-        def stopping() -> None:
-            bar.update(job, description="stopping: checkpointing live episodes (Ctrl-C aborts)")
-
-        try:
-            summaries = asyncio.run(
-                run_rounds(
-                    folder,
-                    cur,
-                    policy,
-                    plan,
-                    harness=harness,
-                    config=config,
-                    resume=resume,
-                    on_episode=done,
-                    on_stop=stopping,
-                )
-            )
-        except EnvFactoryError as exc:
-            err_console.print(f"[red]{exc}[/red]")
-            raise typer.Exit(2) from None
     return summaries, cur

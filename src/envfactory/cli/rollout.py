@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json as jsonlib
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -22,6 +23,7 @@ from envfactory.policies.openai import OpenAIPolicy
 from envfactory.policies.scripted import SCRIPTED
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.registry import list_envs, make
+from envfactory.rollout.engine import Listener
 from envfactory.rollout.plan import plan_tasks
 from envfactory.rollout.retry import RetryConfig
 from envfactory.rollout.run import run_in
@@ -29,6 +31,8 @@ from envfactory.rollout.summary import RunSummary
 from envfactory.rollout.types import EngineConfig
 from envfactory.tasks.types import SPLITS, Split
 from envfactory.trajectory.record import EpisodeRecord
+
+T = TypeVar("T")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -232,6 +236,29 @@ def _run(
     resume: bool,
     parquet: bool,
 ) -> RunSummary:
+    return with_progress(
+        len(refs) * config.group_size,
+        lambda done, stopping: run_in(
+            folder,
+            refs,
+            policy,
+            harness=harness,
+            config=config,
+            resume=resume,
+            parquet=parquet,
+            on_episode=done,
+            on_stop=stopping,
+        ),
+    )
+
+
+def with_progress(
+    total: int,
+    start: Callable[[Listener, Callable[[], None]], Coroutine[Any, Any, T]],
+    note: Callable[[], str] | None = None,
+) -> T:
+    """Run ``start(on_episode, on_stop)`` under a progress bar of ``total`` episodes;
+    ``note`` adds a few words to the bar after each episode."""
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -239,34 +266,24 @@ def _run(
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=err_console, transient=True) as bar:
-        job = bar.add_task("episodes", total=len(refs) * config.group_size)
+        job = bar.add_task("episodes", total=total)
         faults = 0
 
         def done(rec: EpisodeRecord) -> None:
             nonlocal faults
             if rec.status == "infra_error":
                 faults += 1
-                bar.update(job, description=f"episodes ([red]{faults} infra errors[/red])")
             else:
                 bar.advance(job)
+            words = [f"[red]{faults} infra errors[/red]"] if faults else []
+            words += [note()] if note is not None else []
+            bar.update(job, description=f"episodes ({', '.join(words)})" if words else "episodes")
 
         def stopping() -> None:
             bar.update(job, description="stopping: checkpointing live episodes (Ctrl-C aborts)")
 
         try:
-            return asyncio.run(
-                run_in(
-                    folder,
-                    refs,
-                    policy,
-                    harness=harness,
-                    config=config,
-                    resume=resume,
-                    parquet=parquet,
-                    on_episode=done,
-                    on_stop=stopping,
-                )
-            )
+            return asyncio.run(start(done, stopping))
         except EnvFactoryError as exc:
             raise _fail(str(exc)) from None
 
