@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import threading
 from functools import lru_cache
@@ -36,6 +37,8 @@ class TerminalEnvironment(Environment):
     def __init__(
         self, family: Family, *, seed: int = 0, scale: float = 1.0, limits: Limits | None = None
     ) -> None:
+        """``seed`` changes every task; ``scale`` is accepted like every world's and unused
+        (a family's difficulty sets the size of its inputs)."""
         self.id = family.id
         self.family = family
         self.seed = seed
@@ -57,8 +60,6 @@ class TerminalEnvironment(Environment):
         """Draw until a task lands in ``split`` (by a hash of its content) and fails at start."""
         base = task_seed(self.id, split, difficulty, index)
         for attempt in range(MAX_ATTEMPTS):
-            import random
-
             rng = random.Random(stable_hash(base, self.seed, attempt))
             draft = self.family.generate(rng, difficulty)
             fingerprint = _fingerprint(draft)
