@@ -200,7 +200,8 @@ class Expr:
     def __init__(self, source: str) -> None:
         self.source = source
         try:
-            tree = ast.parse(source.strip(), mode="eval")
+            # In parentheses: an expression may span lines (YAML keeps some newlines).
+            tree = ast.parse(f"({source.strip()}\n)", mode="eval")
         except SyntaxError as exc:
             raise DomainError(f"expression {source!r}: {exc.msg}") from None
         _check(tree, source)

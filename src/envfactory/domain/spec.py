@@ -278,6 +278,11 @@ class GoalSpec(_Spec):
     require: list[str] = Field(
         default_factory=list, description="expressions the bindings must satisfy"
     )
+    claims: list[str] = Field(
+        default_factory=list,
+        description="bindings (rows or lists) this goal depends on, which a sibling sub-goal "
+        "of a wide task must not touch (anchors, for_each lists and answers claim by default)",
+    )
     setup: list[EffectSpec] = Field(
         default_factory=list,
         description="writes that break the world before the episode starts (the agent must "

@@ -132,8 +132,13 @@ class _Goal:
                 if ref not in self.entity_of:
                     raise DomainError(f"goal {spec.id}: {{ref:{ref}}} is not a row binding")
         self.answer = compile_expr(spec.answer) if spec.answer else None
-        self.listed = {s.for_each for s in spec.plan if s.for_each} | (
-            self.answer.names if self.answer else frozenset()
+        known = set(self.entity_of) | {b.name for b in self.binders}
+        if unknown := sorted(set(spec.claims) - known):
+            raise DomainError(f"goal {spec.id}: claims names no binding {unknown}")
+        self.listed = (
+            {s.for_each for s in spec.plan if s.for_each}
+            | (self.answer.names if self.answer else frozenset())
+            | set(spec.claims)
         )
 
     def _setup_write(self, e: EffectSpec, world: World) -> _SetupWrite:
@@ -153,8 +158,12 @@ class _Goal:
         """The rows an instance is about: its anchor, and the rows its answer aggregates or
         its plan repeats over (not the rows it merely consulted while being made)."""
         out = {(self.spec.anchor.entity, scope["anchor"]["id"])}
+        for name in self.listed:
+            value = scope.get(name)
+            if name in self.entity_of and isinstance(value, dict):
+                out.add((self.entity_of[name], value["id"]))
         for b in self.binders:
-            if b.name in self.listed and isinstance(b.load, RowsQuery):
+            if b.name in self.listed and b.kind == "rows" and isinstance(b.load, RowsQuery):
                 out |= {(b.load.table.name, r["id"]) for r in scope[b.name]}
         return out
 
@@ -358,13 +367,14 @@ class TaskFactory:
         facts: dict[str, Any] = {}
         for name in template.refs:
             if name not in texts:
+                # One person per fact: once a fact is held, later references show theirs.
                 r = self.refs.render(
                     goal.entity_of[name],
                     scope[name],
                     level.indirection,
                     level.distractors,
                     rng,
-                    held_back,
+                    0.0 if facts else held_back,
                 )
                 texts[name] = r.text
                 lookups += [c for c in r.lookups if c not in lookups]

@@ -43,8 +43,13 @@ def gives(reply: str, expected: Any) -> bool:
     text = _norm(reply)
     if isinstance(expected, str) and _DATE.match(expected):
         pretty = _norm(FUNCTIONS["pretty_date"](expected))
-        return expected in text or pretty in text
-    return _norm(str(expected)) in text
+        return _says(text, expected) or _says(text, pretty)
+    return _says(text, _norm(str(expected)))
+
+
+def _says(text: str, phrase: str) -> bool:
+    """``phrase`` as whole words of ``text`` (an answer "A" is not in "a day")."""
+    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text) is not None
 
 
 def grade(reply: str | None, expected: list[Any]) -> tuple[float, str]:

@@ -134,7 +134,7 @@ def generate(
             for fname, f in entity.fields.items():
                 if fname == link:
                     row[fname] = parent_id
-                elif f.ref:
+                elif f.ref and not f.expr:
                     row[fname] = _draw_ref(fname, f, row, rows, pools, rng)
                 elif f.copy_from:
                     src_field, _, attr = f.copy_from.partition(".")
