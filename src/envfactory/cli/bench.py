@@ -31,6 +31,9 @@ def bench(
     rollout: bool = typer.Option(
         False, "--rollout", help="Measure the rollout engine: live episodes, steps/s, loop lag."
     ),
+    ray: bool = typer.Option(
+        False, "--ray", help="Episodes/s through a Ray pool of 1 vs 2 rollout workers."
+    ),
 ) -> None:
     """Measure reset, step, evaluate, synthesis and memory per live episode (medians)."""
     result: BaseModel
@@ -41,6 +44,11 @@ def bench(
 
         with err_console.status("benchmarking the rollout engine (10,000 live episodes)"):
             result = bench_rollout(env_id)
+    elif ray:
+        from envfactory.integrations.ray.bench import bench_ray
+
+        with err_console.status("benchmarking Ray rollout workers (1 vs 2)"):
+            result = bench_ray(env_id)
     else:
         with err_console.status(f"benchmarking {env_id}"):
             result = bench_world(env_id)

@@ -197,9 +197,11 @@ class CaptureProxy:
         session_header: str = "X-Session-ID",
         timeout_s: float = 600.0,
         token: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.upstream = upstream.rstrip("/")
         self.token = token
+        self.transport = transport  # another way to reach the upstream (an ASGI app, ...)
         self.store = store
         self.api_key = api_key
         self.session_header = session_header
@@ -211,7 +213,10 @@ class CaptureProxy:
         if self._client is None:
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
             self._client = httpx.AsyncClient(
-                base_url=self.upstream, headers=headers, timeout=self.timeout_s
+                base_url=self.upstream,
+                headers=headers,
+                timeout=self.timeout_s,
+                transport=self.transport,
             )
         return self._client
 
