@@ -1,12 +1,13 @@
 """``envfactory bench --rollout``: the rollout engine's capacity, throughput and loop lag.
 
 An instant in-process policy (the oracle) drives the engine, so every number is the engine's
-and the world's own cost, never a model's. The yardstick is the world alone: the same episodes
-in a plain synchronous loop on one core, measured first in the same process, so a run on a
-busy machine can still be read (``vs_world_alone``). Two runs per executor: *capacity* holds
-``live`` episodes at once (10,000 by default) and *throughput* runs at a concurrency a model
-server would batch (256). Each reports the peak number of live episodes, environment steps per
-second through the engine, and the event loop's lag (how late a 10 ms timer fires).
+and the world's own cost, never a model's. Two runs per executor: *capacity* holds ``live``
+episodes at once (10,000 by default) and *throughput* runs at a concurrency a model server
+would batch (256). Each reports the peak number of live episodes, environment steps per second
+through the engine, and the event loop's lag (how late a 10 ms timer fires). The yardstick is
+the world alone: the same episodes, as many live at once, stepped in turn by a plain
+synchronous loop (measured first, in the same process), so a run on a busy machine can still be
+read (``vs_world_alone``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import time
 from pydantic import BaseModel, Field
 
 from envfactory.env import Environment
-from envfactory.episode.runner import run_episode
+from envfactory.episode.base import Episode
+from envfactory.episode.types import Observation
 from envfactory.policies.scripted import Oracle
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.registry import make
@@ -51,8 +53,8 @@ class RolloutBench(BaseModel):
     env: str
     cpus: int
     load_avg_1m: float = Field(description="the machine's load when it ended (shared machines)")
-    world_alone_steps_per_s: float = Field(
-        description="the same episodes in a plain synchronous loop, no engine: the yardstick"
+    world_alone_steps_per_s: dict[str, float] = Field(
+        description="by live count: the same episodes in a plain synchronous loop, no engine"
     )
     live: int
     live_peak: int
@@ -62,13 +64,28 @@ class RolloutBench(BaseModel):
     runs: list[RolloutRun]
 
 
-def _world_alone(env: Environment, tasks: list[Task]) -> float:
-    """Steps per second of the oracle over ``tasks`` in a plain loop, one episode at a time."""
-    ep = env.episode()
-    steps, t0 = 0, time.perf_counter()
-    for task in tasks:
-        run_episode(env, task, Oracle(), ep)
-        steps += ep.steps
+def _world_alone(env: Environment, tasks: list[Task], live: int, episodes: int) -> float:
+    """Steps per second of the oracle in a plain synchronous loop that holds ``live`` episodes
+    at once and steps them in turn (as the engine does, so both pay the same cache misses)."""
+    steps, started, t0 = 0, 0, time.perf_counter()
+    slots: list[tuple[Episode, Oracle, Observation]] = []
+    while started < episodes or slots:
+        while started < episodes and len(slots) < live:
+            task, ep, oracle = tasks[started % len(tasks)], env.episode(), Oracle()
+            oracle.start(task, [])
+            slots.append((ep, oracle, ep.reset(task)))
+            started += 1
+        going = []
+        for ep, oracle, obs in slots:
+            obs = ep.step(oracle.act(obs))
+            ep.state_hash()
+            steps += 1
+            if obs.done:
+                ep.evaluate()
+                ep.close()
+            else:
+                going.append((ep, oracle, obs))
+        slots = going
     return steps / (time.perf_counter() - t0)
 
 
@@ -123,18 +140,21 @@ def bench_rollout(
     ]
     made = [env.task(r.split, r.difficulty, r.index) for r in refs]  # synthesis: not here
     group = max(1, -(-live // tasks))
-    alone = _world_alone(env, made)
+    plan = (("capacity", live), ("throughput", throughput_concurrency))
+    alone = {c: _world_alone(env, made, c, min(group * tasks, max(2 * c, 2000))) for _, c in plan}
     runs = []
     for executor in executors:
-        for run, concurrency in (("capacity", live), ("throughput", throughput_concurrency)):
+        for run, concurrency in plan:
             gc.collect()
-            runs.append(asyncio.run(_measure(run, refs, executor, concurrency, group, alone)))
+            runs.append(
+                asyncio.run(_measure(run, refs, executor, concurrency, group, alone[concurrency]))
+            )
     head = [r for r in runs if r.executor == executors[0]]
     return RolloutBench(
         env=env_id,
         cpus=os.cpu_count() or 1,
         load_avg_1m=round(os.getloadavg()[0], 2),
-        world_alone_steps_per_s=round(alone, 1),
+        world_alone_steps_per_s={str(c): round(v, 1) for c, v in alone.items()},
         live=live,
         live_peak=head[0].peak_live,
         steps_per_s=max(r.steps_per_s for r in head),
