@@ -79,6 +79,24 @@ def test_checkpoints_latest_wins_and_finished_ones_drop(
     assert (tmp_path / "partial.jsonl").read_bytes().count(b"\n") == 1  # compacted
 
 
+def test_checkpoints_are_compacted_while_running(
+    tmp_path: Path, records: list[EpisodeRecord]
+) -> None:
+    a, b = records[0], records[1]
+    size = len(a.model_dump_json()) + len(b.model_dump_json()) + 2
+    with TrajectoryStore(tmp_path, compact_bytes=3 * size) as store:
+        for _ in range(20):
+            store.checkpoint(a)
+            store.checkpoint(b).result()
+        assert (tmp_path / "partial.jsonl").stat().st_size < 5 * size
+        store.append_sync(a)
+        for _ in range(10):
+            store.checkpoint(b).result()
+        assert (tmp_path / "partial.jsonl").stat().st_size < 5 * size
+    with TrajectoryStore(tmp_path) as store:
+        assert store.partials == {b.episode_id: b} and a.episode_id in store
+
+
 def test_a_closed_store_takes_nothing(tmp_path: Path, records: list[EpisodeRecord]) -> None:
     store = TrajectoryStore(tmp_path)
     store.close()

@@ -60,6 +60,7 @@ def _policy(
     sampling: dict[str, Any],
     token_ids: bool,
     call_timeout: float,
+    concurrency: int,
 ) -> RolloutPolicy:
     if name in SCRIPTED:
         return ScriptedPolicy(name)
@@ -72,6 +73,7 @@ def _policy(
             token_ids=token_ids,
             logprobs=token_ids,
             timeout_s=call_timeout,
+            max_connections=concurrency,
         )
     raise _fail(f"--policy: {name!r} is not openai or one of {', '.join(SCRIPTED)}")
 
@@ -142,7 +144,9 @@ def rollout(
         raise _fail("--tool-format is native or text")
     args = {"temperature": temperature, "max_tokens": max_tokens}
     sampling_args = {**{k: v for k, v in args.items() if v is not None}, **extra}
-    chosen = _policy(policy, base_url, model, api_key_env, sampling_args, token_ids, call_timeout)
+    chosen = _policy(
+        policy, base_url, model, api_key_env, sampling_args, token_ids, call_timeout, concurrency
+    )
     refs = plan_tasks(env_ids, n_tasks, cast(list[Split], split_list), levels)
     harness = HarnessConfig(
         tool_format=tool_format,

@@ -15,7 +15,7 @@ import json
 import os
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from io import BufferedWriter
@@ -60,17 +60,32 @@ def _read_lines(path: Path, *, repair: bool) -> Iterator[tuple[int, bytes]]:
             yield number, line
 
 
-class _Writer(threading.Thread):
-    """Writes queued lines, then flushes and fsyncs every file it touched, in batches."""
+@dataclass(frozen=True, slots=True)
+class _Job:
+    episode_id: str
+    payload: EpisodeRecord | bytes  # a finished episode, or a checkpoint's line
+    fut: Future[None]
 
-    def __init__(self, fsync: bool) -> None:
+
+class _Writer(threading.Thread):
+    """Writes queued episodes and checkpoints in batches, then flushes and fsyncs each file it
+    touched. Checkpoints of an episode supersede each other, so when ``partial.jsonl`` has
+    grown past ``compact_bytes`` and is mostly stale, it is rewritten with the latest
+    checkpoint of each live episode."""
+
+    def __init__(
+        self, store: TrajectoryStore, fsync: bool, latest: dict[str, bytes], compact_bytes: int
+    ) -> None:
         super().__init__(name="trajectory-writer", daemon=True)
         self.fsync = fsync
-        self.queue: queue.SimpleQueue[tuple[Path, EpisodeRecord | bytes, Future[None]] | None]
-        self.queue = queue.SimpleQueue()
+        self.episodes = store.path
+        self.partial = store.partial_path
+        self.latest = latest
+        self.compact_bytes = compact_bytes
+        self.queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
 
     def run(self) -> None:
-        handles: dict[Path, BufferedWriter] = {}
+        files: dict[Path, BufferedWriter] = {}
         stop = False
         while not stop:
             batch = [self.queue.get()]
@@ -79,38 +94,52 @@ class _Writer(threading.Thread):
                     batch.append(self.queue.get_nowait())
                 except queue.Empty:
                     break
-            items = [b for b in batch if b is not None]
-            stop = len(items) < len(batch)
-            if items:
-                self._commit(items, handles)
-        for f in handles.values():
+            jobs = [b for b in batch if b is not None]
+            stop = len(jobs) < len(batch)
+            if jobs:
+                self._commit(jobs, files)
+        for f in files.values():
             f.close()
 
-    def _commit(
-        self,
-        items: list[tuple[Path, EpisodeRecord | bytes, Future[None]]],
-        handles: dict[Path, BufferedWriter],
-    ) -> None:
+    def _commit(self, jobs: list[_Job], files: dict[Path, BufferedWriter]) -> None:
         try:
-            touched: list[BufferedWriter] = []
-            for path, payload, _ in items:
-                line = payload if isinstance(payload, bytes) else _line(payload)
-                f = handles.get(path)
-                if f is None:
-                    f = handles[path] = path.open("ab")
-                f.write(line)
-                if f not in touched:
-                    touched.append(f)
-            for f in touched:
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
+            lines: dict[Path, list[bytes]] = {self.episodes: [], self.partial: []}
+            for job in jobs:
+                if isinstance(job.payload, bytes):
+                    self.latest[job.episode_id] = job.payload
+                    lines[self.partial].append(job.payload)
+                else:
+                    self.latest.pop(job.episode_id, None)
+                    lines[self.episodes].append(_line(job.payload))
+            for path, chunk in lines.items():
+                if chunk:
+                    f = files.get(path)
+                    if f is None:
+                        f = files[path] = path.open("ab")
+                    f.writelines(chunk)
+                    f.flush()
+                    if self.fsync:
+                        os.fsync(f.fileno())
+            size = files[self.partial].tell() if self.partial in files else 0
+            if size > self.compact_bytes and size > 2 * sum(map(len, self.latest.values())):
+                files.pop(self.partial).close()
+                _rewrite(self.partial, self.latest.values())
         except Exception as exc:  # a full disk, a removed directory: every waiter hears of it
-            for _, _, fut in items:
-                fut.set_exception(StoreError(f"could not write the trajectory store: {exc}"))
+            for job in jobs:
+                job.fut.set_exception(StoreError(f"could not write the trajectory store: {exc}"))
             return
-        for _, _, fut in items:
-            fut.set_result(None)
+        for job in jobs:
+            job.fut.set_result(None)
+
+
+def _rewrite(path: Path, lines: Iterable[bytes]) -> None:
+    """Replace ``path`` with ``lines``, atomically and durably."""
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("wb") as f:
+        f.writelines(lines)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def _line(record: EpisodeRecord) -> bytes:
@@ -120,7 +149,9 @@ def _line(record: EpisodeRecord) -> bytes:
 class TrajectoryStore:
     """``episodes.jsonl`` (finished episodes) and ``partial.jsonl`` (checkpoints) in a folder."""
 
-    def __init__(self, directory: str | Path, *, fsync: bool = True) -> None:
+    def __init__(
+        self, directory: str | Path, *, fsync: bool = True, compact_bytes: int = 64 << 20
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / EPISODES
@@ -130,7 +161,8 @@ class TrajectoryStore:
             entry = _entry(line, self.path, number)
             self.entries[entry.episode_id] = entry
         self.partials = self._compact_partials()
-        self._writer = _Writer(fsync)
+        latest = {k: _line(r) for k, r in self.partials.items()}
+        self._writer = _Writer(self, fsync, latest, compact_bytes)
         self._writer.start()
         self._closed = False
 
@@ -156,12 +188,7 @@ class TrajectoryStore:
             if record.episode_id not in self.entries:
                 latest[record.episode_id] = record
         if self.partial_path.exists():
-            tmp = self.partial_path.with_suffix(".tmp")
-            with tmp.open("wb") as f:
-                f.writelines(_line(r) for r in latest.values())
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.partial_path)
+            _rewrite(self.partial_path, (_line(r) for r in latest.values()))
         return latest
 
     # -- writing -----------------------------------------------------------------------------
@@ -177,7 +204,7 @@ class TrajectoryStore:
         )
         self.partials.pop(record.episode_id, None)
         fut: Future[None] = Future()
-        self._writer.queue.put((self.path, record, fut))
+        self._writer.queue.put(_Job(record.episode_id, record, fut))
         return fut
 
     async def append(self, record: EpisodeRecord) -> None:
@@ -192,7 +219,7 @@ class TrajectoryStore:
         if self._closed:
             raise StoreError("the store is closed")
         fut: Future[None] = Future()
-        self._writer.queue.put((self.partial_path, _line(record), fut))
+        self._writer.queue.put(_Job(record.episode_id, _line(record), fut))
         return fut
 
     def close(self) -> None:
