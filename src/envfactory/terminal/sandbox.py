@@ -82,8 +82,8 @@ class Limits:
 
     wall_s: float = 10.0
     cpu_s: int = 10
-    memory_mb: int = 512
-    processes: int = 64
+    memory_mb: int = 384
+    processes: int = 32
     file_size_mb: int = 16
     open_files: int = 256
     tmp_mb: int = 64
