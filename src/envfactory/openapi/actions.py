@@ -26,6 +26,18 @@ def _param_specs(tool: Tool) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _spec(tool: Tool, kind: str, **parts: Any) -> dict[str, Any]:
+    """ActionSpec data: the tool's name, kind, description and parameters, and ``parts``
+    (load, require, effects, returns)."""
+    return {
+        "name": tool.name,
+        "kind": kind,
+        "description": tool.description,
+        "params": _param_specs(tool),
+        **parts,
+    }
+
+
 def _free(tool: Tool, base: str) -> str:
     """A load name no parameter of the tool uses."""
     name, n = base, 2
@@ -148,29 +160,25 @@ def list_action(tool: Tool, model: Model) -> dict[str, Any]:
         returns = "={" + body + "}"
     else:
         returns = f"={page}" if paging.style else f"={found}[:100]"
-    return {
-        "name": tool.name,
-        "kind": "read",
-        "description": tool.description,
-        "params": _param_specs(tool),
-        "load": loads,
-        "require": checks,
-        "returns": returns,
-    }
+    return _spec(
+        tool,
+        "read",
+        load=loads,
+        require=checks,
+        returns=returns,
+    )
 
 
 def get_action(tool: Tool, model: Model) -> dict[str, Any]:
     entity = model.entities[tool.entity]
     parent = model.entities.get(entity.parent or "")
-    return {
-        "name": tool.name,
-        "kind": "read",
-        "description": tool.description,
-        "params": _param_specs(tool),
-        "load": {"target": f"{entity.key}[{tool.id_param}]"},
-        "require": _parent_check(tool, entity, parent),
-        "returns": "=target",
-    }
+    return _spec(
+        tool,
+        "read",
+        load={"target": f"{entity.key}[{tool.id_param}]"},
+        require=_parent_check(tool, entity, parent),
+        returns="=target",
+    )
 
 
 def create_action(tool: Tool, model: Model) -> dict[str, Any]:
@@ -186,16 +194,14 @@ def create_action(tool: Tool, model: Model) -> dict[str, Any]:
     for fname, f in entity.fields.items():
         if fname not in values and f.prop is not None and f.prop.default is not None:
             values[fname] = f.prop.default
-    return {
-        "name": tool.name,
-        "kind": "write",
-        "description": tool.description,
-        "params": _param_specs(tool),
-        "load": loads,
-        "require": checks,
-        "effects": [{"insert": entity.key, "name": "created", "set": values}],
-        "returns": "=created",
-    }
+    return _spec(
+        tool,
+        "write",
+        load=loads,
+        require=checks,
+        effects=[{"insert": entity.key, "name": "created", "set": values}],
+        returns="=created",
+    )
 
 
 def update_action(tool: Tool, model: Model) -> dict[str, Any]:
@@ -214,16 +220,14 @@ def update_action(tool: Tool, model: Model) -> dict[str, Any]:
         )
     checks += _ref_checks(tool, model, loads) + _value_checks(tool, entity)
     values = {f: f"={p} if {p} is not None else target.{f}" for p, f in tool.fields.items()}
-    return {
-        "name": tool.name,
-        "kind": "write",
-        "description": tool.description,
-        "params": _param_specs(tool),
-        "load": loads,
-        "require": checks,
-        "effects": [{"update": "target", "set": values}] if values else [],
-        "returns": "=target",
-    }
+    return _spec(
+        tool,
+        "write",
+        load=loads,
+        require=checks,
+        effects=[{"update": "target", "set": values}] if values else [],
+        returns="=target",
+    )
 
 
 def delete_action(tool: Tool, model: Model) -> dict[str, Any]:
@@ -246,16 +250,14 @@ def delete_action(tool: Tool, model: Model) -> dict[str, Any]:
                 "rule": "keep_children",
             }
         )
-    return {
-        "name": tool.name,
-        "kind": "write",
-        "description": tool.description,
-        "params": _param_specs(tool),
-        "load": loads,
-        "require": checks,
-        "effects": [{"delete": "target"}],
-        "returns": f"={{'deleted': {tool.id_param}}}",
-    }
+    return _spec(
+        tool,
+        "write",
+        load=loads,
+        require=checks,
+        effects=[{"delete": "target"}],
+        returns=f"={{'deleted': {tool.id_param}}}",
+    )
 
 
 def children(model: Model, entity: Entity) -> list[Entity]:

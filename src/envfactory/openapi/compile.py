@@ -21,16 +21,17 @@ from envfactory.openapi.names import article, words, world_id
 from envfactory.openapi.resources import build_graph
 
 TODAY = "2026-06-01"
-# One more sub-goal at every rung (a scripted agent that slips now and then must fail more
-# often as tasks grow), look-ups from the second rung, look-alike distractors from the third.
+# More sub-goals at every rung (1, 2, 3, 5, 7: a scripted agent that slips now and then must
+# fail clearly more often as tasks grow), look-ups from the second rung, look-alike
+# distractors from the third.
 # Goal levels accumulate, so a rung never loses the goals of the one below: a level no row
 # can serve simply adds nothing.
 LADDER = [
     {"width": 1, "indirection": 0, "goal_levels": [1]},
     {"width": 2, "indirection": 1, "goal_levels": [1, 2]},
     {"width": 3, "indirection": 1, "distractors": 1, "goal_levels": [1, 2, 3]},
-    {"width": 4, "indirection": 2, "distractors": 1, "goal_levels": [1, 2, 3, 4]},
-    {"width": 5, "indirection": 2, "distractors": 2, "goal_levels": [1, 2, 3, 4]},
+    {"width": 5, "indirection": 2, "distractors": 1, "goal_levels": [1, 2, 3, 4]},
+    {"width": 7, "indirection": 2, "distractors": 2, "goal_levels": [1, 2, 3, 4]},
 ]
 
 

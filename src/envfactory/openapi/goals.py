@@ -245,6 +245,7 @@ class GoalBuilder:
             name = f"v{i}"
             if f.ref:
                 target = self.model.entities[f.ref]
+                name = f"link{i}"  # a row found by its reference: a level-2 goal
                 let[name] = {"pick": {"rows": f.ref}}
                 args[pname] = f"={name}.id"
                 words.append(
@@ -288,7 +289,7 @@ class GoalBuilder:
             texts = [
                 f"Please add a new {label} to {{ref:anchor}} with {listed}.",
                 f"Create {article(label)} under {{ref:anchor}}: {listed}.",
-                f"{{ref:anchor}} needs a new {label} with {listed}.",
+                f"Please set up a new {label} for {{ref:anchor}}, with {listed}.",
             ]
         else:
             anchor = {"entity": e.key}
@@ -300,9 +301,7 @@ class GoalBuilder:
         self.add(
             {
                 "id": f"create_{e.key}".lower(),
-                "level": 2
-                if any(v.get("pick") for v in let.values() if isinstance(v, dict))
-                else 1,
+                "level": 2 if any(n.startswith("link") for n in let) else 1,
                 "anchor": anchor,
                 "let": let,
                 "require": req,
@@ -336,7 +335,7 @@ class GoalBuilder:
                 "instruction": [
                     "Please delete {ref:anchor}.",
                     "Remove {ref:anchor}; it is no longer needed.",
-                    "{ref:anchor} should go. Delete it, please.",
+                    "Please get rid of {ref:anchor}.",
                 ],
             }
         )

@@ -83,6 +83,12 @@ def factory_for(spec: DomainSpec) -> Any:
     return factory
 
 
+def register_spec(spec: DomainSpec) -> str:
+    """Register a compiled domain as an ``openapi`` world (for ``make`` and the audit)."""
+    register_world(spec.id, factory_for(spec))
+    return spec.id
+
+
 def _lazy(path: Path) -> Any:
     """A registry factory that reads its world file when the world is first made."""
 

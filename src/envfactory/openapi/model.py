@@ -27,12 +27,12 @@ from envfactory.openapi.names import (
     words,
 )
 from envfactory.openapi.resources import Endpoint, Graph, Kind, Resource
-from envfactory.openapi.schema import Prop, list_shape, merged, prop, scalar_props
+from envfactory.openapi.schema import Prop, list_shape, prop, scalar_props
 
 MAX_RESOURCES = 8
 MAX_FIELDS = 10
 ROW_BUDGET = 300  # rows a world aims at: small worlds compile and audit fast
-TOP_COUNT = (16, 60)  # rows of a top-level entity: at least, at most
+TOP_COUNT = (16, 100)  # rows of a top-level entity: at least, at most
 PER_PARENT = ((0, 3), (0, 2))  # rows per parent row: under a top-level row, deeper
 MAX_DESCRIPTION = 300
 NAMING = (
@@ -234,9 +234,12 @@ def _select(graph: Graph) -> list[Resource]:
     for r in sorted((r for r in res.values() if usable(r)), key=score):
         chain = []
         node: Resource | None = r
-        while node is not None and node.noun not in chosen and node.noun not in chain:
+        while node is not None and node.noun not in chosen:
             chain.append(node.noun)
-            node = res.get(node.parent) if node.parent else None
+            parent = res.get(node.parent) if node.parent else None
+            if parent is not None and parent.noun in chain:  # /a/{}/b and /b/{}/a: a cycle
+                node.parent, parent = None, None
+            node = parent
         if len(chosen) + len(chain) > MAX_RESOURCES:
             continue
         chosen += reversed(chain)
@@ -682,7 +685,3 @@ def _constant_value(p: Param, world: str) -> Any:
     if "version" in words(p.name):
         return "2024-01-01"
     return f"{'-'.join(words(p.name)[:2]) or 'value'}-{h[:4]}"
-
-
-def merged_schema(op: Operation, doc: Document) -> dict[str, Any]:
-    return merged(op.body, doc.resolver) if op.body else {}

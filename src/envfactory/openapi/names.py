@@ -12,8 +12,6 @@ import keyword
 import re
 import string
 
-from envfactory.domain.expr import FUNCTIONS
-
 _CAMEL = re.compile(r"[A-Z]+\d*(?=[A-Z][a-z])|[A-Z]?[a-z]+\d*|[A-Z]+\d*|\d+")
 
 # SQLite keywords (https://sqlite.org/lang_keywords.html): never a bare column or table name.
@@ -31,11 +29,11 @@ _SQL_WORDS = """
     trigger unbounded union unique update using vacuum values view virtual when where window with
     without"""
 SQL_KEYWORDS = frozenset(_SQL_WORDS.split())
-# Names the generated expressions and task scopes use for themselves.
+# Names a tool's generated expressions use besides its parameters: a parameter with one of
+# these names would hide it (``title`` or ``count`` are fine: no generated tool calls them).
 RESERVED = frozenset(
-    {"id", "row", "item", "anchor", "today", "index", "result", "found", "target", "parent"}
-    | set(FUNCTIONS)
-    | {"true", "false", "none"}
+    {"row", "item", "today", "found", "target", "parent", "created", "true", "false", "none"}
+    | {"len", "lower", "str", "int", "all", "any"}
 )
 
 _IRREGULAR = {
@@ -61,6 +59,7 @@ _IRREGULAR = {
     "movies": "movie",
     "cookies": "cookie",
     "apis": "api",
+    "skus": "sku",
 }
 _INVARIANT = ("ss", "us", "is", "news", "series", "species", "data", "info", "metadata", "sms")
 
@@ -113,12 +112,6 @@ def plural(word: str) -> str:
     if w.endswith("y") and len(w) > 1 and w[-2] not in "aeiou":
         return w[:-1] + "ies"
     return w + "s"
-
-
-def singular_phrase(name: str) -> list[str]:
-    """The words of a noun phrase with its last word made singular."""
-    ws = words(name)
-    return [*ws[:-1], singular(ws[-1])] if ws else []
 
 
 def identifier(name: str, taken: set[str] | None = None) -> str:

