@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,11 +69,11 @@ def test_pool_spreads_groups_over_two_workers(cluster: Any, tmp_path: Path) -> N
 
 
 def test_worker_killed_mid_run_every_group_once(cluster: Any, server: Any, tmp_path: Path) -> None:
-    """A worker process is killed (SIGKILL) after the first group arrives: its unfinished
-    groups run again on a replacement, and the store holds every episode exactly once."""
+    """The first worker's process is killed (SIGKILL) while one of its groups is mid-episode:
+    the unfinished groups run again on a replacement, and every episode is stored once."""
     from envfactory.integrations.ray import RayRolloutPool
 
-    server.state.delay = 0.03  # every model call takes a while: the kill lands mid-group
+    server.state.delay = 0.03  # every model call takes a while
     refs = [TaskRef("retail", "train", 1, i) for i in range(8)]
     policy = functools.partial(OpenAIPolicy, server.base_url, "scripted-brain", api_key="k")
     pool = RayRolloutPool(
@@ -79,27 +81,39 @@ def test_worker_killed_mid_run_every_group_once(cluster: Any, server: Any, tmp_p
         workers=2,
         config=EngineConfig(group_size=2, concurrency=2, call_timeout_s=20),
         max_concurrency=2,
-        chunk=4,
+        chunk=4,  # the first worker takes groups 0-3, one at a time
     )
     victim = pool.pids()[0]
-    killed: list[int] = []
+    later = {ref.group_id for ref in refs[1:4]}
+    killed: list[str] = []
 
-    def on_group(group_id: str, recs: list[EpisodeRecord]) -> None:
-        if not killed:
-            os.kill(victim, signal.SIGKILL)
-            killed.append(victim)
+    def kill_mid_episode() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with server.state.lock:
+                seen = [(r["session"], r["turn"]) for r in server.state.requests]
+            mid = [s for s, turn in seen if turn >= 1 and s.split("#")[0] in later]
+            if mid:
+                os.kill(victim, signal.SIGKILL)
+                killed.append(mid[0])
+                return
+            time.sleep(0.005)
 
+    killer = threading.Thread(target=kill_mid_episode)
+    killer.start()
     with TrajectoryStore(tmp_path / "run") as store:
-        records = pool.run(refs, store=store, on_group=on_group)
-    assert killed
+        records = pool.run(refs, store=store)
+    killer.join()
+    assert killed, "no episode of the first worker's later groups was seen mid-way"
     assert pool.stats.workers_lost == 1 and pool.stats.reruns >= 1
     assert pool.stats.complete == len(refs) and not pool.stats.failed
     assert_exactly_once(records, refs, 2)
     assert all(r.reward == 1.0 for r in records)
     stored = list(TrajectoryStore(tmp_path / "run").records())
     assert_exactly_once(stored, refs, 2)
-    # the killed worker's unfinished episodes were started again from their first call
-    assert any(n > 1 for (_, turn), n in server.state.attempts.items() if turn == 0)
+    # the episode cut short was started again from its first call, and recorded once
+    assert server.state.attempts[(killed[0], 0)] >= 2
+    assert sum(r.episode_id == killed[0] for r in stored) == 1
     assert victim not in pool.pids()
     pool.shutdown()
 

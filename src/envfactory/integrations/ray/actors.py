@@ -30,8 +30,8 @@ from envfactory.rollout.types import EngineConfig, TaskRef
 from envfactory.trajectory.record import EpisodeRecord
 
 PolicyFactory = Callable[[], RolloutPolicy]
-GroupResult = tuple[str, list[dict[str, Any]]]
-"""A finished group: its id and its episode records (as JSON-ready dicts)."""
+GroupResult = tuple[str, list[bytes]]
+"""A finished group: its id and its episode records as JSON (cheaper to ship than objects)."""
 
 
 class RolloutWorkerImpl:
@@ -61,7 +61,7 @@ class RolloutWorkerImpl:
             recs = pending[rec.group_id]
             recs.append(rec)
             if sum(r.status != "infra_error" for r in recs) == want:
-                done.put_nowait((rec.group_id, [r.model_dump(mode="json") for r in recs]))
+                done.put_nowait((rec.group_id, [r.model_dump_json().encode() for r in recs]))
                 del pending[rec.group_id]
 
         engine = RolloutEngine(
@@ -77,7 +77,7 @@ class RolloutWorkerImpl:
                 await engine.run(refs)
             finally:
                 for gid, recs in list(pending.items()):
-                    done.put_nowait((gid, [r.model_dump(mode="json") for r in recs]))
+                    done.put_nowait((gid, [r.model_dump_json().encode() for r in recs]))
                 pending.clear()
                 done.put_nowait(None)
 

@@ -148,7 +148,7 @@ class RayRolloutPool:
     ) -> None:
         async for ref in self.workers[i].run.remote(chunk):
             group_id, recs = await ref
-            accept(group_id, [EpisodeRecord.model_validate(r) for r in recs])
+            accept(group_id, [EpisodeRecord.model_validate_json(r) for r in recs])
 
     def _replace(self, i: int) -> None:
         import ray
