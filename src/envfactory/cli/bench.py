@@ -7,7 +7,7 @@ from pydantic import BaseModel
 from rich.table import Table
 
 from envfactory.bench.world import bench_world
-from envfactory.cli.common import console, err_console, print_json
+from envfactory.cli.common import console, err_console, load_env, print_json
 
 
 def _bench_sandbox() -> BaseModel:
@@ -31,6 +31,9 @@ def bench(
     rollout: bool = typer.Option(
         False, "--rollout", help="Measure the rollout engine: live episodes, steps/s, loop lag."
     ),
+    tau2: bool = typer.Option(
+        False, "--tau2", help="Compare with tau2-bench's approach on its retail data."
+    ),
     ray: bool = typer.Option(
         False, "--ray", help="Episodes/s through a Ray pool of 1 vs 2 rollout workers."
     ),
@@ -49,6 +52,12 @@ def bench(
 
         with err_console.status("benchmarking Ray rollout workers (1 vs 2)"):
             result = bench_ray(env_id)
+    elif tau2:
+        from envfactory.peers.tau2.bench import bench_tau2
+
+        env = load_env("tau2-retail")
+        with err_console.status("benchmarking tau2-retail against tau2-bench's approach"):
+            result = bench_tau2(env)
     else:
         with err_console.status(f"benchmarking {env_id}"):
             result = bench_world(env_id)

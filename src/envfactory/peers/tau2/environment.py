@@ -35,6 +35,7 @@ class Tau2RetailEnvironment(DatabaseEnvironment):
     def __init__(self, folder: Path | None = None) -> None:
         imported = import_retail(folder)
         super().__init__(imported.spec, rows=imported.rows)
+        self.data = imported.data
         by_id = {str(t["id"]): t for t in imported.data.tasks}
         rules = [r.text for r in self.spec.rules]
         self.cells: dict[str, list[Imported]] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from envfactory.peers.tau2.stores import SqlDocuments
-from envfactory.peers.tau2.tools import TOOLS, Tau2Tool
+from envfactory.peers.tau2.tools import TOOLS, WRITES, Tau2Tool
 from envfactory.tools.runtime import ToolContext, handler
 
 PREFIX = "tau2_retail."
@@ -19,11 +19,12 @@ DECLARATIVE = frozenset(
 )
 
 
-def _handler(tool: Tau2Tool) -> Any:
+def _handler(tool: Tau2Tool, writes: bool) -> Any:
     def run(ctx: ToolContext) -> Any:
         docs = SqlDocuments(ctx.store)
         result = tool(docs, **ctx.args)
-        docs.flush()
+        if writes:
+            docs.flush()
         return result
 
     return run
@@ -31,4 +32,4 @@ def _handler(tool: Tau2Tool) -> Any:
 
 for _name, _tool in TOOLS.items():
     if _name not in DECLARATIVE:
-        handler(PREFIX + _name)(_handler(_tool))
+        handler(PREFIX + _name)(_handler(_tool, _name in WRITES))

@@ -32,13 +32,20 @@ class Imported:
     rows: Rows
 
     def procedural(self, env_id: str) -> DomainSpec:
-        """The spec under another id, with this package's goal templates and ladder."""
+        """The spec under another id, with this package's goal templates, ladder and persona;
+        rules gain the checks ``prior_calls`` names and lose the paragraphs ``drop_policy``
+        names."""
         extra = yaml.safe_load(GOALS_FILE.read_text())
         checks = extra.pop("prior_calls", {})
-        rules = [
-            {**r, "prior_call": checks[r["id"]]} if r["id"] in checks else r
-            for r in self.domain["rules"]
-        ]
+        dropped = [d.lower() for d in extra.pop("drop_policy", [])]
+        rules = []
+        for rule in self.domain["rules"]:
+            kept = [
+                p for p in rule["text"].split("\n\n") if not any(d in p.lower() for d in dropped)
+            ]
+            rules.append({**rule, "text": "\n\n".join(kept)})
+            if rule["id"] in checks:
+                rules[-1]["prior_call"] = checks[rule["id"]]
         unknown = sorted(set(checks) - {r["id"] for r in rules})
         if unknown:
             raise Tau2DataMissing(f"policy.md has no section for {unknown}")

@@ -36,6 +36,12 @@ class Documents(Protocol):
 
     def item(self, item_id: str) -> Doc | None: ...
 
+    def has_product(self, product_id: str) -> bool: ...
+
+    def variant(self, product_id: str, item_id: str) -> Doc | None:
+        """The product's variant ``item_id``, or None (the product exists)."""
+        ...
+
     def users(self) -> Iterator[Doc]: ...
 
     def product_names(self) -> list[tuple[str, str]]: ...
@@ -65,6 +71,13 @@ class JsonDocuments:
                 found: Doc = product["variants"][item_id]
                 return found
         return None
+
+    def has_product(self, product_id: str) -> bool:
+        return product_id in self.db["products"]
+
+    def variant(self, product_id: str, item_id: str) -> Doc | None:
+        found: Doc | None = self.db["products"][product_id]["variants"].get(item_id)
+        return found
 
     def users(self) -> Iterator[Doc]:
         yield from self.db["users"].values()
@@ -123,6 +136,13 @@ class SqlDocuments:
     def item(self, item_id: str) -> Doc | None:
         row = self.store.get("variants", item_id)
         return None if row is None else variant_doc(row)
+
+    def has_product(self, product_id: str) -> bool:
+        return self.store.get("products", product_id) is not None
+
+    def variant(self, product_id: str, item_id: str) -> Doc | None:
+        row = self.store.get("variants", item_id)
+        return None if row is None or row["product_id"] != product_id else variant_doc(row)
 
     def users(self) -> Iterator[Doc]:
         for row in self.store.rows("users", order_by="position"):

@@ -64,7 +64,9 @@ def _product(db: Documents, product_id: str) -> Doc:
 
 
 def _variant(db: Documents, product_id: str, item_id: str) -> Doc:
-    variant: Doc | None = _product(db, product_id)["variants"].get(item_id)
+    if not db.has_product(product_id):
+        raise _missing("Product not found")
+    variant = db.variant(product_id, item_id)
     if variant is None:
         raise _missing("Variant not found")
     return variant

@@ -1,0 +1,75 @@
+"""tau2-retail-procedural: envfactory's task synthesis over tau2's database and tools, and the
+checks the issue names (``envfactory check tau2-retail``; the audit of the procedural world)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from envfactory.episode.runner import run_episode
+from envfactory.peers.tau2.environment import Tau2RetailEnvironment
+from envfactory.policies.scripted import Oracle
+from envfactory.quality.audit import audit
+from envfactory.world.environment import DatabaseEnvironment
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_same_world_with_an_unbounded_supply(
+    tau2: Tau2RetailEnvironment, procedural: DatabaseEnvironment
+) -> None:
+    assert procedural.kind == "db" and procedural.world.imported
+    assert procedural.world.base.hash == tau2.world.base.hash
+    assert list(procedural.world.tools) == list(tau2.world.tools)
+    assert procedural.difficulties == [1, 2, 3, 4, 5]
+    total = sum(
+        procedural.capacity(s, d) or 0 for s in ("train", "test") for d in procedural.difficulties
+    )
+    assert total > 10 * 114
+    levels = {g.level for g in procedural.spec.goals}
+    assert levels == {1, 2, 3, 4}
+    task = procedural.task("test", 4, 3)
+    assert run_episode(procedural, task, Oracle()).reward == 1.0
+    assert procedural.task("test", 4, 3).hidden == task.hidden  # a pure function of the cell
+
+
+def test_policy_checks_are_verified(procedural: DatabaseEnvironment) -> None:
+    """tau2's policy says to check an order's status before acting on it: the procedural
+    world's verifier holds agents to it."""
+    task = next(
+        t
+        for i in range(50)
+        if (t := procedural.task("train", 1, i)).hidden.goals == ["cancel_pending"]
+    )
+    ep = procedural.episode()
+    ep.reset(task)
+    cancel = task.hidden.gold_plan[-1]
+    ep.step({"type": "tool_call", "tool": cancel.tool, "arguments": cancel.arguments})
+    ep.step({"type": "message", "content": "Done."})
+    verdict = ep.evaluate()
+    assert verdict.item("state").score == 1.0
+    assert verdict.item("rules").score == 0.0 and verdict.reward == 0.0
+
+
+def test_the_procedural_world_passes_the_audit(procedural: DatabaseEnvironment) -> None:
+    """A small audit here; tests/test_audit.py audits it with every database world."""
+    report = audit(procedural, n=100)
+    assert report.passed, report.problems
+    assert report.tool_coverage >= 0.8 and report.plan_shapes_per_1k >= 50
+
+
+def test_check_covers_the_imported_tasks() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "envfactory", "check", "tau2-retail", "--json", "-n", "500"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    report = json.loads(done.stdout)
+    assert report["env"] == "tau2-retail" and report["tasks"] == 114
+    assert report["oracle_success_rate"] == 1.0 and report["unsolvable"] == 0
+    assert report["noop_reward_mean"] <= 0.02 and report["random_reward_mean"] <= 0.05
+    assert report["passed"]
