@@ -18,7 +18,7 @@ import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from envfactory.harness.config import HarnessConfig
-from envfactory.integrations.text import TextEpisode, task_messages, task_ref
+from envfactory.integrations.text import TextEpisode, task_openings
 from envfactory.rollout.types import TaskRef
 
 ENV_CLASS = "envfactory"
@@ -84,18 +84,14 @@ def skyrl_rows(
     """Rows for a SkyRL dataset: the prompt, the environment class, and the task (the fields
     beside ``prompt`` and ``env_class`` reach the environment as its ``extras``)."""
     harness = harness or HarnessConfig(tool_format="text")
-    rows = []
-    for task in tasks:
-        ref = task_ref(task)
-        messages, _ = task_messages(ref, harness)
-        rows.append(
-            {
-                "data_source": f"envfactory/{ref.env_id}",
-                "prompt": messages,
-                "env_class": ENV_CLASS,
-                "task_id": ref.task_id,
-                "reward_spec": {"method": "rule", "ground_truth": None},
-                "extra_info": {"task_id": ref.task_id},
-            }
-        )
-    return rows
+    return [
+        {
+            "data_source": f"envfactory/{ref.env_id}",
+            "prompt": messages,
+            "env_class": ENV_CLASS,
+            "task_id": ref.task_id,
+            "reward_spec": {"method": "rule", "ground_truth": None},
+            "extra_info": {"task_id": ref.task_id},
+        }
+        for ref, messages in task_openings(tasks, harness)
+    ]

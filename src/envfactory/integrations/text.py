@@ -8,6 +8,7 @@ reply). The verdict is the reward; faults are never scored (:class:`EpisodeFault
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from envfactory.env import Environment
@@ -45,6 +46,15 @@ def task_messages(task: TaskRef | str, harness: HarnessConfig) -> tuple[list[Cha
     env, t = load_task(task)
     tools = exposed_tools(t.public, env.tools("openai"), harness)
     return opening(t.public, tools, harness), tools
+
+
+def task_openings(
+    tasks: Iterable[TaskRef | str], harness: HarnessConfig
+) -> Iterator[tuple[TaskRef, list[ChatMessage]]]:
+    """Each task's reference and opening messages, for a trainer's dataset rows."""
+    for task in tasks:
+        ref = task_ref(task)
+        yield ref, task_messages(ref, harness)[0]
 
 
 def observation_message(obs: Observation) -> ChatMessage | None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from envfactory.episode.types import Message, ToolCall
 from envfactory.harness.config import HarnessConfig
-from envfactory.integrations.text import load_task, task_messages, task_ref
+from envfactory.integrations.text import load_task, task_openings
 from envfactory.policies.base import RolloutPolicy
 from envfactory.registry import make
 from envfactory.rollout.engine import RolloutEngine
@@ -52,11 +52,7 @@ def task_rows(
     """One GRPOTrainer row per task: a conversational ``prompt`` (system prompt, request), the
     ``task_id`` (also on the request message, where a ``rollout_func`` finds it), and the
     ``environment`` it belongs to (for a dict ``environment_factory``)."""
-    harness = harness or HarnessConfig()
-    for task in tasks:
-        ref = task_ref(task)
-        messages, _ = task_messages(ref, harness)
-        system, request = messages
+    for ref, (system, request) in task_openings(tasks, harness or HarnessConfig()):
         yield {
             "prompt": [system, {**request, TASK_KEY: ref.task_id}],
             TASK_KEY: ref.task_id,

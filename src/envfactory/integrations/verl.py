@@ -25,7 +25,7 @@ from verl.experimental.agent_loop.agent_loop import (
 )
 
 from envfactory.harness.config import HarnessConfig
-from envfactory.integrations.text import TextEpisode, task_messages, task_ref
+from envfactory.integrations.text import TextEpisode, task_openings
 from envfactory.rollout.types import TaskRef
 
 AGENT_NAME = "envfactory_agent"
@@ -47,20 +47,16 @@ def verl_rows(
     """Rows for veRL's RL dataset (write them to Parquet): the prompt, the agent loop to run,
     and the task in ``extra_info``."""
     harness = harness or HarnessConfig(tool_format="text")
-    rows = []
-    for i, task in enumerate(tasks):
-        ref = task_ref(task)
-        messages, _ = task_messages(ref, harness)
-        rows.append(
-            {
-                "data_source": f"envfactory/{ref.env_id}",
-                "prompt": messages,
-                "agent_name": AGENT_NAME,
-                "reward_model": {"style": "rule", "ground_truth": ""},
-                "extra_info": {"task_id": ref.task_id, "index": i},
-            }
-        )
-    return rows
+    return [
+        {
+            "data_source": f"envfactory/{ref.env_id}",
+            "prompt": messages,
+            "agent_name": AGENT_NAME,
+            "reward_model": {"style": "rule", "ground_truth": ""},
+            "extra_info": {"task_id": ref.task_id, "index": i},
+        }
+        for i, (ref, messages) in enumerate(task_openings(tasks, harness))
+    ]
 
 
 @register(AGENT_NAME)
