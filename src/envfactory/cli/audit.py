@@ -34,6 +34,14 @@ def audit_cmd(
     if unknown:
         err_console.print(f"[red]unknown environment(s): {', '.join(unknown)}[/red]")
         raise typer.Exit(2)
+    # The audit's oracle and baselines are single agents; multi-agent worlds are checked by
+    # `envfactory check ENV` (scripted seats of two strengths, every outcome confirmed).
+    multi = [e for e in ids if make(e).kind == "multiagent"]
+    if multi:
+        err_console.print(f"multi-agent worlds left out (use envfactory check): {', '.join(multi)}")
+        ids = [e for e in ids if e not in multi]
+    if not ids:
+        raise typer.Exit(2)
     results: dict[str, AuditReport] = {}
     with Progress(console=err_console, transient=True) as bar:
         job = bar.add_task("auditing", total=len(ids))

@@ -18,6 +18,13 @@ def check(
 ) -> None:
     """Check that every task is solvable and that baselines earn about nothing."""
     env = load_env(env_id)
+    if env.kind == "multiagent":  # scripted seats of two strengths, outcomes audited
+        from envfactory.multiagent.cli import check_command
+        from envfactory.multiagent.environment import MultiAgentEnvironment
+
+        assert isinstance(env, MultiAgentEnvironment)
+        check_command(env, n, seed, json)
+        return
     with Progress(console=err_console, transient=True) as bar:
         job = bar.add_task(f"checking {env_id}", total=n)
         report = run_check(env, n, seed, progress=lambda k: bar.advance(job, k))

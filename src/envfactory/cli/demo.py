@@ -26,7 +26,10 @@ def demo(
     json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Run the scripted policies over a sample of every environment and summarise."""
-    env_ids = list_envs()
+    # Multi-agent worlds have seats, not one agent: `envfactory check ENV` plays their
+    # scripted seats against each other, and `envfactory match` runs them through the engine.
+    multi = [e for e in list_envs() if make(e).kind == "multiagent"]
+    env_ids = [e for e in list_envs() if e not in multi]
     refs = [
         TaskRef(env_id, split, difficulty, index)
         for env_id in env_ids
@@ -74,6 +77,11 @@ def demo(
     for r in rows:
         table.add_row(str(r["env"]), *("-" if r[p] is None else f"{r[p]:.3f}" for p in POLICIES))
     console.print(table)
+    if multi:
+        console.print(
+            f"multi-agent worlds left out (seats, not one agent; try `envfactory check ENV`): "
+            f"{', '.join(multi)}"
+        )
     for what, count in sorted(unscored.items()):
         console.print(f"[yellow]{count} episodes not scored: {what}[/yellow]")
     for error in sorted(set(errors))[:10]:

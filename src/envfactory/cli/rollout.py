@@ -128,10 +128,12 @@ def rollout(
     ),
 ) -> None:
     """Run groups of episodes through the async engine and record every trajectory."""
-    env_ids = _csv(envs) or list_envs()
+    env_ids = _csv(envs) or [e for e in list_envs() if make(e).kind != "multiagent"]
     known = set(list_envs())
     if unknown := [e for e in env_ids if e not in known]:
         raise _fail(f"no environment {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    if multi := [e for e in env_ids if make(e).kind == "multiagent"]:
+        raise _fail(f"{', '.join(multi)}: multi-agent worlds (seats) run with envfactory match")
     split_list = _csv(splits)
     if bad := [s for s in split_list if s not in SPLITS]:
         raise _fail(f"--splits: {', '.join(bad)} is not one of {', '.join(SPLITS)}")
