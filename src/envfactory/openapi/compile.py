@@ -137,7 +137,7 @@ def _refs(e: Entity, model: Model) -> list[dict[str, Any]]:
         lookup = GoalBuilder.call(tool, {tool.parent_param: f"=row.{e.parent_field}", **size})
         for text in (
             f"the {e.label} {by}{shown} of {{ref:parent}}",
-            f"{{ref:parent}}'s {e.label} {by}{shown}",
+            f"the {e.label} {by}{shown} under {{ref:parent}}",
         ):
             out.append({"text": text, "parent": e.parent_field, "unique": [nf], "lookup": [lookup]})
     elif not filter_param and not parent_required and one_page(e):

@@ -280,8 +280,9 @@ def _content_schema(content: Any, resolver: Resolver) -> dict[str, Any] | None:
     if not isinstance(content, Mapping) or not content:
         return None
     keys = list(content)
-    choice = next((k for k in keys if "json" in str(k)), None)
-    choice = choice or next((k for k in keys if "form" in str(k)), None)
+    choice = None
+    for kind in ("json", "form", "xml"):  # XML bodies (AWS query APIs) still carry a schema
+        choice = choice or next((k for k in keys if kind in str(k)), None)
     if choice is None:
         return None
     media = content[choice]

@@ -268,6 +268,8 @@ def generator(p: Prop, noun: str) -> dict[str, Any]:
         return {"type": "date", "min": lo, "max": hi}
     if fmt in ("date-time", "datetime") or (ws and ws[-1] in ("at", "timestamp", "time")):
         return {"expr": date_time_expr(len(p.name))}
+    if ws and ws[-1] in ("status", "state"):  # a state with no enum: the usual life cycle
+        return {"choices": ["active", "inactive", "pending", "archived"]}
     provider = _BY_FORMAT.get(fmt) or _name_provider(ws, noun)
     if provider is None and ws and ws[-1] in ("id", "ids", "uuid", "guid"):
         provider = "uuid4"

@@ -17,7 +17,7 @@ from typing import Any
 from envfactory.openapi.actions import children
 from envfactory.openapi.fields import NO_ARGS
 from envfactory.openapi.model import Entity, Field, Model, Tool
-from envfactory.openapi.names import article, human
+from envfactory.openapi.names import article, human, words
 from envfactory.policies.scripted import Guess, answer_text
 
 MAX_ASKED = 4
@@ -104,6 +104,27 @@ def one_page(entity: Entity) -> bool:
     )
 
 
+# Properties that describe the record, not the thing: no user asks for them.
+_METADATA = "etag kind type self href link links resource resource_type object odata_type"
+METADATA = frozenset(_METADATA.split())
+
+
+def meaningful(f: Field) -> bool:
+    """Whether a field is about the thing itself (an enum ``type`` is; an ``etag`` is not)."""
+    return bool(f.enum) or "_".join(words(f.api)) not in METADATA
+
+
+def rank(f: Field) -> int:
+    """Enums, numbers and dates first, then values Faker knows, plain words last."""
+    if f.enum:
+        return 0
+    if f.type in ("integer", "number", "date"):
+        return 1
+    if f.spec.get("faker") == "word" or "pattern" in f.spec:
+        return 3
+    return 2
+
+
 class GoalBuilder:
     """Writes the goal templates of a world model."""
 
@@ -166,17 +187,23 @@ class GoalBuilder:
 
     @staticmethod
     def askable(entity: Entity) -> list[Field]:
+        """Fields worth a question, most telling first (no ids, names or metadata)."""
         naming = entity.naming_field
-        return [
-            f for n, f in entity.fields.items() if n != naming and not f.ref and f.type != "boolean"
-        ][:MAX_ASKED]
+        fields = [f for n, f in entity.fields.items() if n != naming and not f.ref]
+        return sorted((f for f in fields if f.type != "boolean" and meaningful(f)), key=rank)[
+            :MAX_ASKED
+        ]
 
     @staticmethod
     def settable(entity: Entity, tool: Tool | None) -> list[tuple[str, Field]]:
-        """(parameter, field) pairs a create or update tool sets, references left out."""
+        """(parameter, field) pairs a create or update tool sets, references left out, most
+        telling first."""
         if tool is None:
             return []
-        return [(p, entity.fields[f]) for p, f in tool.fields.items() if not entity.fields[f].ref]
+        pairs = [(p, entity.fields[f]) for p, f in tool.fields.items()]
+        return sorted(
+            ((p, f) for p, f in pairs if not f.ref and meaningful(f)), key=lambda pf: rank(pf[1])
+        )
 
     # -- level 1 -----------------------------------------------------------------------------
 
@@ -221,7 +248,7 @@ class GoalBuilder:
                     "plan": [self.item(tool, e, "anchor", **{pname: "=new"})],
                     "instruction": [
                         f"Please change the {phrase} of {{ref:anchor}} to {said}.",
-                        f"Set {{ref:anchor}}'s {phrase} to {said}.",
+                        f"For {{ref:anchor}}, set the {phrase} to {said}.",
                         f"Update {{ref:anchor}}: its {phrase} should now be {said}.",
                     ],
                 }
@@ -380,7 +407,7 @@ class GoalBuilder:
                         "instruction": [
                             f"How many of the {c.labels} of {{ref:anchor}} have "
                             f"{human(f.api)} '{{v}}'?",
-                            f"Among {{ref:anchor}}'s {c.labels}, how many are '{{v}}' "
+                            f"Among the {c.labels} of {{ref:anchor}}, how many are '{{v}}' "
                             f"({human(f.api)})?",
                         ],
                         "answer": f"len([x for x in kids if x.{f.name} == v])",
@@ -535,7 +562,7 @@ class GoalBuilder:
                         [],
                     )
                 )
-            for kind, otherwise, words, extra_let, extra_req in branches:
+            for kind, otherwise, said, extra_let, extra_req in branches:
                 self.add(
                     {
                         "id": f"if_{e.key}_{cond.name}_{f.name}_else_{kind}".lower(),
@@ -546,9 +573,9 @@ class GoalBuilder:
                         "plan": [read, then, otherwise],
                         "instruction": [
                             f"Check {{ref:anchor}}: if its {state} is '{{v}}', set its {phrase} "
-                            f"to {_said(f, 'a')}; otherwise {words}.",
+                            f"to {_said(f, 'a')}; otherwise {said}.",
                             f"If {{ref:anchor}} has {state} '{{v}}', change its {phrase} to "
-                            f"{_said(f, 'a')}. If not, {words}.",
+                            f"{_said(f, 'a')}. If not, {said}.",
                         ],
                     }
                 )
@@ -595,7 +622,7 @@ class GoalBuilder:
                         "instruction": [
                             f"For every {c.label} of {{ref:anchor}} whose {human(cond.api)} is "
                             f"'{{v}}', set the {human(f.api)} to {_said(f, 'new')}.",
-                            f"Go through {{ref:anchor}}'s {c.labels}: each one with "
+                            f"Go through the {c.labels} of {{ref:anchor}}: each one with "
                             f"{human(cond.api)} '{{v}}' should get {human(f.api)} "
                             f"{_said(f, 'new')}.",
                         ],

@@ -9,6 +9,7 @@ the API's names and descriptions. Path and query parameters that name nothing in
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -590,6 +591,7 @@ class _Builder:
             used.add(p.name)
 
 
+_TAG = re.compile(r"<[^>]+>")
 _NAMING_FLAT = frozenset("".join(n.split("_")) for n in NAMING)
 
 
@@ -644,7 +646,8 @@ def _param_type(f: Field) -> str:
 
 
 def _trim(text: str, n: int) -> str:
-    text = " ".join(str(text).split())
+    """At most ``n`` characters of a description, its HTML tags and extra spaces gone."""
+    text = " ".join(_TAG.sub("", str(text)).split())
     return text if len(text) <= n else text[: n - 3].rstrip() + "..."
 
 

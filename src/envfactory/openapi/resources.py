@@ -51,6 +51,9 @@ _ACTION_WORDS_WORDS = """
 """
 ACTION_WORDS = frozenset(_ACTION_WORDS_WORDS.split())
 _VERSION = re.compile(r"^(v\d+(\.\d+)*(beta\d*|alpha\d*)?|\d{4}-\d{2}-\d{2}|api|rest)$", re.I)
+# How a parameter that holds a row's id ends: ``QueueId``, ``vaultName``, ``DBClusterIdentifier``.
+ID_SUFFIXES = ("id", "identifier", "name", "arn", "key")
+_METHOD_PREFIX = re.compile(r"^(GET|POST|PUT|PATCH|DELETE)_(?=[A-Z])")
 _PARAM = re.compile(r"^\{\+?([^{}]+)\}(\.[A-Za-z{}_]+)?$")
 
 
@@ -113,7 +116,8 @@ def _segments(path: str) -> list[tuple[str, str]] | None:
 def _verb(name: str) -> tuple[Kind | None, list[str]]:
     """The kind an operation id's verb names, and the noun words after it:
     ``ListIdentityPools`` -> ("list", ["identity", "pools"]); Azure's ``Widgets_Get`` ->
-    ("get", ["widgets"])."""
+    ("get", ["widgets"]); AWS query style's ``POST_CreateDBInstance`` -> ("create", ...)."""
+    name = _METHOD_PREFIX.sub("", name)
     if "_" in name and not name.islower() and name.count("_") == 1:
         noun, _, verb = name.partition("_")
         ws = words(verb)
@@ -126,7 +130,7 @@ def _verb(name: str) -> tuple[Kind | None, list[str]]:
         return None, []
     kind = VERB_KIND.get(ws[0])
     rest = ws[1:]
-    for stop in ("by", "for", "from", "in", "with", "of", "using"):
+    for stop in ("by", "for", "from", "in", "with", "of", "using", "to"):
         if stop in rest and rest.index(stop) > 0:
             rest = rest[: rest.index(stop)]
     if kind == "get" and rest and rest[0] == "all":
@@ -256,7 +260,7 @@ def _id_param(ep: Endpoint, doc: Document) -> str | None:
     best = None
     for name in _all_params(ep.op, doc):
         flat = "".join(words(name))
-        if flat in (noun + "id", noun + "name", noun + "arn", noun + "key"):
+        if flat in [noun + suffix for suffix in ID_SUFFIXES]:
             return name
         if flat in ("id", "name") and best is None:
             best = name
@@ -341,7 +345,7 @@ def _link_parents(resources: dict[str, Resource], doc: Document) -> None:
     """A list or create that requires another resource's id (``ListUsers(UserPoolId)``,
     ``/{tenant}/{restaurantId}/claims``) makes that resource the parent; then every endpoint
     of a nested resource that takes the parent's id names its parameter."""
-    keys = {"".join(n.split("_")) + "id": n for n in resources}
+    keys = {"".join(n.split("_")) + suffix: n for n in resources for suffix in ID_SUFFIXES}
     for res in resources.values():
         if res.parent is not None:
             continue
@@ -358,10 +362,10 @@ def _link_parents(resources: dict[str, Resource], doc: Document) -> None:
     for res in resources.values():
         if res.parent is None:
             continue
-        want = "".join(res.parent.split("_")) + "id"
+        want = {"".join(res.parent.split("_")) + suffix for suffix in ID_SUFFIXES}
         for ep in res.endpoints.values():
             if ep.parent_param is None:
-                found = [n for n in _required(ep.op, doc) if "".join(words(n)) == want]
+                found = [n for n in _required(ep.op, doc) if "".join(words(n)) in want]
                 if found and found[0] != ep.id_param:
                     ep.parent_noun, ep.parent_param = res.parent, found[0]
 
