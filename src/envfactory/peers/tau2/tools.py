@@ -230,6 +230,42 @@ def _price_difference(
     return diff, variant
 
 
+# tau2's messages when a swap is refused: wrong status, an item not held, lists of two lengths.
+_EXCHANGE = (
+    "Non-delivered order cannot be exchanged",
+    "Number of {} not found.",
+    "The number of items to be exchanged should match.",
+)
+_MODIFY = (
+    "Non-pending order cannot be modified",
+    "{} not found",
+    "The number of items to be exchanged should match",
+)
+
+
+def _swap(
+    db: Documents,
+    order_id: str,
+    item_ids: list[str],
+    new_item_ids: list[str],
+    status: str,
+    rule: str,
+    messages: tuple[str, str, str],
+) -> tuple[Doc, float, Doc | None]:
+    """The checks an exchange and an item change share; the order, the price difference and
+    the last new variant."""
+    order = _order(db, order_id)
+    if order["status"] != status:
+        raise _fail(messages[0], rule)
+    missing = _too_many(order, item_ids)
+    if missing is not None:
+        raise _missing(messages[1].format(missing))
+    if len(item_ids) != len(new_item_ids):
+        raise ToolFailure("invalid_arguments", messages[2])
+    diff, last = _price_difference(db, order, item_ids, new_item_ids, rule)
+    return order, diff, last
+
+
 def exchange_delivered_order_items(
     db: Documents,
     order_id: str,
@@ -237,16 +273,8 @@ def exchange_delivered_order_items(
     new_item_ids: list[str],
     payment_method_id: str,
 ) -> Doc:
-    order = _order(db, order_id)
-    if order["status"] != "delivered":
-        raise _fail("Non-delivered order cannot be exchanged", "exchange_delivered_order")
-    missing = _too_many(order, item_ids)
-    if missing is not None:
-        raise _missing(f"Number of {missing} not found.")
-    if len(item_ids) != len(new_item_ids):
-        raise ToolFailure("invalid_arguments", "The number of items to be exchanged should match.")
     rule = "exchange_delivered_order"
-    diff, _ = _price_difference(db, order, item_ids, new_item_ids, rule)
+    order, diff, _ = _swap(db, order_id, item_ids, new_item_ids, "delivered", rule, _EXCHANGE)
     diff = round(diff, 2)
     method = _payment_method(db, order["user_id"], payment_method_id)
     if _is_gift_card(method) and method["balance"] < diff:
@@ -296,15 +324,9 @@ def modify_pending_order_items(
     new_item_ids: list[str],
     payment_method_id: str,
 ) -> Doc:
-    order = _order(db, order_id)
-    if order["status"] != "pending":
-        raise _fail("Non-pending order cannot be modified", "modify_items")
-    missing = _too_many(order, item_ids)
-    if missing is not None:
-        raise _missing(f"{missing} not found")
-    if len(item_ids) != len(new_item_ids):
-        raise ToolFailure("invalid_arguments", "The number of items to be exchanged should match")
-    diff, last = _price_difference(db, order, item_ids, new_item_ids, "modify_items")
+    order, diff, last = _swap(
+        db, order_id, item_ids, new_item_ids, "pending", "modify_items", _MODIFY
+    )
     method = _payment_method(db, order["user_id"], payment_method_id)
     if _is_gift_card(method) and method["balance"] < diff:
         raise _fail("Insufficient gift card balance to pay for the new item", "modify_items")
