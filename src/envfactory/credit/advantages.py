@@ -150,7 +150,8 @@ def _per_agent_turn(scored: list[EpisodeRecord]) -> None:
         for (r, i), a in zip(members, adv, strict=True):
             r.calls[i].advantage = a
     for r in scored:
-        mine = [c.advantage for c in r.calls if c.actor == "agent" and c.advantage is not None]
+        who = r.actor or "agent"  # a seat's own record of a multi-agent episode: its calls
+        mine = [c.advantage for c in r.calls if c.actor == who and c.advantage is not None]
         r.advantage = sum(mine) / len(mine) if mine else 0.0
 
 

@@ -105,6 +105,14 @@ class EpisodeRecord(BaseModel):
     calls: list[CallRecord] = Field(default_factory=list)
     steps: list[StepRecord] = Field(default_factory=list)
     state_hash: str | None = Field(None, description="canonical state hash at the end")
+    actor: str | None = Field(
+        None,
+        description="the seat whose trajectory this is (one record per seat of a "
+        "multi-agent episode; None for single-agent episodes)",
+    )
+    episode: str | None = Field(
+        None, description="the multi-agent episode that every seat's record of it shares"
+    )
 
     @property
     def scored(self) -> bool:

@@ -141,7 +141,7 @@ class CooperationEpisode(MultiAgentEpisode):
             "messages": self.messages,
             "tool_calls": len(self.inner.log),
             "reward": reward,
-            "summary": "The conversation has ended.",
+            "summary": "The request is closed.",
         }
 
     def state(self) -> Any:
