@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from envfactory.env import Environment
+from envfactory.multiagent.serving import multiagent_router
 from envfactory.serving.auth import TokenGuard
 from envfactory.serving.config import ServeConfig
 from envfactory.serving.engine import Engine
@@ -81,6 +82,7 @@ def create_app(
         return StatusOut(status="ok")
 
     app.include_router(envfactory_router(engine))
+    app.include_router(multiagent_router(engine))  # one seat per connection
     if config.curriculum:
         from envfactory.curriculum import Curriculum
         from envfactory.curriculum.routes import curriculum_router
