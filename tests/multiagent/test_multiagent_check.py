@@ -1,0 +1,57 @@
+"""``envfactory check`` on multi-agent worlds: the stronger scripted seat wins significantly
+more over at least 200 episodes, and every outcome is confirmed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from multiagent_helpers import MULTI, world
+
+from envfactory.multiagent.check import check, sign_test
+
+
+@pytest.mark.parametrize("env_id", MULTI)
+def test_strong_beats_weak_and_every_outcome_is_confirmed(env_id: str) -> None:
+    report = check(world(env_id), n=200)
+    assert report.episodes >= 200
+    assert report.strong_beats_weak, report
+    assert report.invalid_outcomes == 0, report.problems
+    assert report.duplicate_tasks == 0 and report.split_overlap == 0
+    assert report.strong_reward_mean > report.weak_reward_mean
+    assert report.passed
+
+
+def test_check_json_contract_on_the_command_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "envfactory", "check", "blotto", "-n", "200", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["kind"] == "multiagent" and report["episodes"] >= 200
+    assert report["strong_beats_weak"] is True and report["invalid_outcomes"] == 0
+
+
+def test_envs_json_lists_seats() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "envfactory", "envs", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    items = {i["id"]: i for i in json.loads(done.stdout)}
+    for env_id in MULTI:
+        assert items[env_id]["kind"] == "multiagent" and items[env_id]["agents"] == 2
+    assert all(i["agents"] == 1 for i in items.values() if i["kind"] != "multiagent")
+
+
+def test_sign_test() -> None:
+    assert sign_test(0, 0) == 1.0
+    assert sign_test(5, 0) == pytest.approx(1 / 32)
+    assert sign_test(3, 3) == pytest.approx(42 / 64)
+    assert sign_test(0, 4) == 1.0
