@@ -106,7 +106,7 @@ def test_saved_worlds_rebuild_identically_and_solve(imported: ImportReport) -> N
         spec = load_world(out / f"{r.env_id}.json")
         a, b = OpenAPIEnvironment(spec), OpenAPIEnvironment(spec)
         assert a.world.base.hash == b.world.base.hash, r.source
-        for d in a.difficulties:
+        for d in (1, 3, 5):
             task = a.task("test", d, 2)
             assert task == b.task("test", d, 2), r.source
             episode = a.episode()

@@ -45,7 +45,10 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 @pytest.fixture(scope="module")
 def library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     out = tmp_path_factory.mktemp("worlds")
-    done = cli("openapi", "import", str(SPECS), "--out", str(out), "--json", "--jobs", "2")
+    done = cli(
+        "openapi", "import", str(SPECS), "--out", str(out), "--json", "--jobs", "2",
+        "--summary", str(out / "compact" / "summary.json"),
+    )  # fmt: skip
     return out, json.loads(done.stdout)
 
 
@@ -68,6 +71,15 @@ def test_import_json_contract(library: tuple[Path, dict[str, Any]]) -> None:
         assert audit["deterministic"] and audit["tool_coverage"] >= 0.8
         for baseline in ("noop", "random", "spam", "guess"):
             assert audit[f"{baseline}_reward_mean"] <= 0.05
+
+
+def test_compact_summary(library: tuple[Path, dict[str, Any]]) -> None:
+    out, summary = library
+    compact = json.loads((out / "compact" / "summary.json").read_text())
+    assert compact["passed_audit"] == summary["passed_audit"]
+    rows = {source: outcome for source, outcome, _ in compact["documents"]}
+    assert rows["clinic-oas3.yaml"] == "passed" and rows["malformed.yaml"] == "malformed"
+    assert sum(p["passed"] for p in compact["providers"].values()) == len(PASSING)
 
 
 def test_library_is_listed_with_kind_openapi(library: tuple[Path, dict[str, Any]]) -> None:

@@ -54,6 +54,9 @@ def import_cmd(
     ),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds allowed per document."),
     json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
+    compact: Path | None = typer.Option(
+        None, "--summary", help="Also write a compact report (one short row per document)."
+    ),
 ) -> None:
     """Compile documents into worlds, audit each, keep those that pass, report the yield."""
     items = _items(source, limit)
@@ -78,6 +81,9 @@ def import_cmd(
     out.mkdir(parents=True, exist_ok=True)
     path = out / "report.json"
     path.write_text(jsonlib.dumps(report.model_dump(mode="json"), indent=1))
+    if compact is not None:
+        compact.parent.mkdir(parents=True, exist_ok=True)
+        compact.write_text(jsonlib.dumps(report.compact(), separators=(",", ":")) + "\n")
     summary = {**report.summary(), "out": str(out), "report": str(path)}
     if json:
         print_json(summary)

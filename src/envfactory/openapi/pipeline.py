@@ -116,6 +116,22 @@ class ImportReport(BaseModel):
         """Everything but the per-document results."""
         return self.model_dump(mode="json", exclude={"results"})
 
+    def compact(self) -> dict[str, Any]:
+        """The summary, the yield per provider, and one short row per document: [source,
+        outcome ("passed" or the reason), CPU seconds]."""
+        providers: dict[str, list[int]] = {}
+        for r in self.results:
+            counts = providers.setdefault(r.source.split("/")[0], [0, 0])
+            counts[0] += 1
+            counts[1] += r.passed
+        return {
+            **self.summary(),
+            "providers": {p: {"specs": n, "passed": k} for p, (n, k) in sorted(providers.items())},
+            "documents": [
+                [r.source, "passed" if r.passed else r.reason, r.cpu_seconds] for r in self.results
+            ],
+        }
+
 
 class _Timeout(Exception):
     pass
