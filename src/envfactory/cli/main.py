@@ -7,6 +7,7 @@ import typer
 from envfactory.cli import audit, bench, check, demo, envs, openapi, play, rollout, serve, tasks
 from envfactory.cli import curriculum as curriculum_cli
 from envfactory.cli import proxy as proxy_cli
+from envfactory.multiagent import cli as multiagent_cli
 
 app = typer.Typer(
     name="envfactory",
@@ -23,6 +24,7 @@ app.command("audit")(audit.audit_cmd)
 app.command("bench")(bench.bench)
 app.command("demo")(demo.demo)
 app.command("rollout")(rollout.rollout)
+app.command("match")(multiagent_cli.match)
 app.command("serve")(serve.serve)
 app.command("bench-serve")(serve.bench_serve)
 app.command("proxy")(proxy_cli.proxy)
