@@ -15,8 +15,9 @@ from envfactory.domain.loader import parse_domain
 from envfactory.domain.spec import DomainSpec
 from envfactory.openapi.actions import action, children
 from envfactory.openapi.document import Document, load_document
+from envfactory.openapi.entities import build_model
 from envfactory.openapi.goals import GoalBuilder, build_goals, one_page
-from envfactory.openapi.model import Entity, Model, build_model
+from envfactory.openapi.model import Entity, Model
 from envfactory.openapi.names import article, words, world_id
 from envfactory.openapi.resources import build_graph
 
