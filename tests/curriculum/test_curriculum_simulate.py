@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from envfactory.cli.main import app
 from envfactory.curriculum.learners import SimulatedLearner
 
 
@@ -73,11 +74,6 @@ def test_curriculum_keeps_the_frontier_in_band_and_learns_most(result: dict[str,
     assert result["curriculum_beats_fixed"] == 20 and result["curriculum_beats_uniform"] == 20
 
 
-def test_simulate_rejects_bad_options(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "envfactory", "curriculum", "simulate", "--seeds", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 2 and "seeds" in out.stderr
+def test_simulate_rejects_bad_options() -> None:
+    out = CliRunner().invoke(app, ["curriculum", "simulate", "--seeds", "0"])
+    assert out.exit_code == 2 and "seeds" in out.output
