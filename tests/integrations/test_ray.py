@@ -119,9 +119,9 @@ def test_worker_killed_mid_run_every_group_once(cluster: Any, server: Any, tmp_p
 
 
 def test_env_host_actor_plays_an_episode(cluster: Any) -> None:
-    from envfactory.integrations.ray import EnvHost
+    from envfactory.integrations.ray import start_env_host
 
-    host = EnvHost.options(max_concurrency=8).remote(max_steps=30)
+    host = start_env_host(max_concurrency=8, max_steps=30, num_cpus=0)
     task = envfactory.make("retail").task("train", 1, 3)
     opened = cluster.get(host.open.remote(task.public.task_id))
     assert opened["task"]["instruction"] == task.public.instruction

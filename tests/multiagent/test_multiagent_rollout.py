@@ -4,7 +4,10 @@ self-play through an OpenAI-compatible server; per-agent per-turn advantages by 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 from statistics import fmean, pstdev
@@ -145,3 +148,29 @@ def test_self_play_cooperation_through_an_openai_server() -> None:
 def _address(task_id: str) -> tuple[str, int, int]:
     _, split, difficulty, index = task_id.rsplit("/", 3)
     return split, int(difficulty), int(index)
+
+
+def test_match_command(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["match", "negotiation", "--n-tasks", "2", "--group-size", "2", "--out", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "envfactory", *args, "--credit", "atgrpo", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["trajectories"] == 2 * 2 * 2 and set(result["reward_by_seat"]) == {
+        "player_0",
+        "player_1",
+    }
+    lines = (out / "credited.jsonl").read_text().splitlines()
+    assert len(lines) == 8 and all(json.loads(x)["actor"] for x in lines)
+    refused = subprocess.run(
+        [sys.executable, "-m", "envfactory", "rollout", "--envs", "negotiation"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert refused.returncode == 2 and "envfactory match" in refused.stderr

@@ -157,7 +157,8 @@ class WeightedSum(_Composite[E]):
         total = sum(p.weight for p in counted)
         if not total:
             return 0.0, "nothing weighted"
-        return sum(p.weight * p.score for p in counted) / total, f"mean over weight {total:g}"
+        # Normalise each weight first: a product of a tiny weight and a score can underflow.
+        return sum(p.weight / total * p.score for p in counted), f"mean over weight {total:g}"
 
 
 @dataclass(frozen=True)

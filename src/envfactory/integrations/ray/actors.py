@@ -147,4 +147,12 @@ RolloutWorker = ray.remote(RolloutWorkerImpl)
 """``RolloutWorker.options(max_concurrency=...).remote(policy_factory, harness, config)``."""
 
 EnvHost = ray.remote(EnvHostImpl)
-"""``EnvHost.options(max_concurrency=...).remote(max_steps=60)``."""
+"""``EnvHost.options(max_concurrency=...).remote(max_steps=60)``; see :func:`start_env_host`."""
+
+
+def start_env_host(
+    max_concurrency: int = 64, max_steps: int = 60, max_episodes: int = 4096, num_cpus: float = 1
+) -> Any:
+    """An :class:`EnvHost` actor holding at most ``max_concurrency`` calls at once."""
+    options = {"max_concurrency": max_concurrency, "num_cpus": num_cpus}
+    return EnvHost.options(**options).remote(max_steps=max_steps, max_episodes=max_episodes)

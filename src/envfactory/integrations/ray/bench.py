@@ -79,7 +79,9 @@ def bench_ray(
                 t0 = time.perf_counter()
                 records = pool.run(refs)
                 times.append(time.perf_counter() - t0)
-                assert len(records) == groups * group_size, "a group went missing"
+                want = groups * group_size
+                if len(records) != want:
+                    raise RuntimeError(f"{len(records)} of {want} episodes came back")
             pool.shutdown()
             eps = groups * group_size / statistics.median(times)
             runs.append(WorkerRun(workers=n, episodes_per_s=round(eps, 1), runs_s=times))

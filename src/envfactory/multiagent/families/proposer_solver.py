@@ -13,10 +13,10 @@ plan's changes. The solver earns its mean attempt reward; the proposer earns
 tasks solved always or never.
 
 Scripted proposers, weakest first: 0 proposes a plan that changes nothing (rejected), 1 a real
-plan with a vague instruction, 2 spells out a plan with a single change, 3 spells out the
-gold plan of the database world's task at the same address. Scripted solvers: 0 answers
-without acting, 1 to 3 carry out the steps an instruction spells out, slipping at each step
-with probability 0.5, 0.2 and 0.
+plan with a vague instruction, 2 spells out a plan with a single change, 3 spells out the gold
+plan of a database task that changes the world (the first of the task's block of four). Scripted
+solvers: 0 answers without acting, 1 to 3 carry out the steps an instruction spells out,
+slipping at each step with probability 0.5, 0.2 and 0.
 """
 
 from __future__ import annotations

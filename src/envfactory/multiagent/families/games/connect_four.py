@@ -73,7 +73,7 @@ class ConnectFourEpisode(TwoPlayerGame):
         self.columns[col].append(PIECE[seat])
         self.moves.append(col)
         self.emit(f"{seat} dropped a disc into column {col}.", to=[other(seat)], by=seat)
-        if four_in_a_row(grid(self.columns), PIECE[seat]):
+        if self._four_through(col):
             self.winner = seat
             self.end()
         elif not self.legal():
@@ -81,6 +81,25 @@ class ConnectFourEpisode(TwoPlayerGame):
         else:
             self.to_move = other(seat)
         return f"You dropped a disc into column {col}."
+
+    def _four_through(self, col: int) -> bool:
+        """Whether the disc just dropped into ``col`` makes four in a row (the lines through
+        it only; :meth:`confirm` scans the whole grid)."""
+        row = len(self.columns[col]) - 1
+        piece = self.columns[col][row]
+
+        def same(c: int, r: int) -> bool:
+            return 0 <= c < COLS and 0 <= r < len(self.columns[c]) and self.columns[c][r] == piece
+
+        for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
+            run = 1
+            for sign in (1, -1):
+                k = 1
+                while same(col + sign * k * dc, row + sign * k * dr):
+                    run, k = run + 1, k + 1
+            if run >= 4:
+                return True
+        return False
 
     def briefing(self, seat: str) -> str:
         assert self.task is not None
