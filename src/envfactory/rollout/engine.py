@@ -11,18 +11,17 @@ store: complete groups are skipped, checkpointed episodes continue, the rest run
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import math
 import random
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from envfactory.env import Environment
 from envfactory.episode.base import EpisodeConfig
+from envfactory.gc_tuning import quiet_gc
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.context import Summariser
 from envfactory.policies.base import RolloutPolicy
@@ -44,26 +43,6 @@ from envfactory.trajectory.record import EpisodeRecord
 from envfactory.trajectory.store import Entry, TrajectoryStore
 
 Listener = Callable[[EpisodeRecord], None]
-
-
-@contextlib.contextmanager
-def quiet_gc(enabled: bool) -> Iterator[None]:
-    """Keep the cyclic garbage collector from pausing the loop during a run. Thousands of live
-    episodes hold millions of objects, and a full collection walks all of them (over a second
-    here, every few seconds). So what exists before the run (worlds, tasks) is frozen out of
-    every collection, and full collections wait for the run's end; the young generations are
-    still collected as usual. Finished episodes are freed at once by reference counting."""
-    if not enabled:
-        yield
-        return
-    old = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(old[0], old[1], 1_000_000_000)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-        gc.unfreeze()
 
 
 class RolloutEngine:

@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from envfactory.env import Environment
+from envfactory.gc_tuning import quiet_gc
 from envfactory.multiagent.serving import multiagent_router
 from envfactory.serving.auth import TokenGuard
 from envfactory.serving.config import ServeConfig
@@ -45,8 +46,9 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         reaper = asyncio.create_task(engine.reap_forever())
         try:
-            async with episodes.run():
-                yield
+            with quiet_gc(config.gc_tuning):
+                async with episodes.run():
+                    yield
         finally:
             reaper.cancel()
             engine.store.close_all()

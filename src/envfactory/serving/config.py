@@ -16,7 +16,9 @@ class ServeConfig:
     but ``/health`` requires it (``Authorization: Bearer <token>`` or ``X-API-Key``).
     ``max_sessions``: live episodes across every protocol. ``idle_timeout``: seconds without a
     call before a session expires. ``inline_kinds``: kinds of world whose steps run on the
-    event loop (microseconds each); other kinds step in a worker thread.
+    event loop (microseconds each); other kinds step in a worker thread. ``gc_tuning``: no
+    automatic full garbage collection (a pause of 100+ ms with thousands of live episodes);
+    instead one after every ``collect_after_closed`` closed sessions (see ``gc_tuning``).
     """
 
     envs: tuple[str, ...] = ()
@@ -27,6 +29,8 @@ class ServeConfig:
     max_steps: int = 60
     task_block: int = 1000
     inline_kinds: frozenset[str] = field(default_factory=lambda: frozenset({"db"}))
+    gc_tuning: bool = True
+    collect_after_closed: int = 1024
     curriculum: str | None = None  # a curriculum store: serves /envfactory/curriculum routes
 
 

@@ -19,6 +19,7 @@ from envfactory.env import Environment
 from envfactory.episode.base import EpisodeConfig
 from envfactory.episode.types import Observation
 from envfactory.errors import UnknownEnvironment
+from envfactory.gc_tuning import CollectAfter
 from envfactory.registry import list_envs, make
 from envfactory.serving.catalog import TaskCatalog, TaskRef
 from envfactory.serving.config import ServeConfig
@@ -207,7 +208,10 @@ class Engine:
         return self.store.pop(sid) is not None
 
     async def reap_forever(self) -> None:
-        """Expire idle sessions every ``reap_interval`` seconds."""
+        """Expire idle sessions every ``reap_interval`` seconds, and collect the garbage of
+        closed ones when enough have closed."""
+        collector = CollectAfter(self.config.collect_after_closed if self.config.gc_tuning else 0)
         while True:
             await asyncio.sleep(self.config.reap_interval)
             self.store.expire_idle()
+            collector.maybe_collect(self.store.closed_total)

@@ -56,6 +56,7 @@ class SessionStore:
         self._live: dict[str, Session] = {}
         self._expired: OrderedDict[str, float] = OrderedDict()
         self.expired_total = 0
+        self.closed_total = 0
 
     def __len__(self) -> int:
         return len(self._live)
@@ -99,6 +100,7 @@ class SessionStore:
         session = self._live.pop(sid, None)
         if session is not None:
             session.episode.close()
+            self.closed_total += 1
         return session
 
     def expire_idle(self, now: float | None = None) -> int:
