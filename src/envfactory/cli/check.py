@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import typer
-from rich.progress import Progress
-from rich.table import Table
 
-from envfactory.cli.common import console, err_console, load_env, print_json
+from envfactory.cli.common import load_env, report_check
 from envfactory.quality.check import check as run_check
+
+SHOWN = (
+    "tasks",
+    "oracle_success_rate",
+    "noop_reward_mean",
+    "random_reward_mean",
+    "noisy_oracle_reward_mean",
+    "unsolvable",
+    "duplicate_tasks",
+    "split_overlap",
+    "seconds",
+)
 
 
 def check(
@@ -25,27 +35,4 @@ def check(
         assert isinstance(env, MultiAgentEnvironment)
         check_command(env, n, seed, json)
         return
-    with Progress(console=err_console, transient=True) as bar:
-        job = bar.add_task(f"checking {env_id}", total=n)
-        report = run_check(env, n, seed, progress=lambda k: bar.advance(job, k))
-    if json:
-        print_json(report)
-    else:
-        table = Table(title=f"check {env_id}: {'passed' if report.passed else 'FAILED'}")
-        table.add_column("measure")
-        table.add_column("value", justify="right")
-        for key in (
-            "tasks",
-            "oracle_success_rate",
-            "noop_reward_mean",
-            "random_reward_mean",
-            "noisy_oracle_reward_mean",
-            "unsolvable",
-            "duplicate_tasks",
-            "split_overlap",
-            "seconds",
-        ):
-            table.add_row(key, str(getattr(report, key)))
-        console.print(table)
-    if not report.passed:
-        raise typer.Exit(1)
+    report_check(env_id, n, lambda progress: run_check(env, n, seed, progress), SHOWN, json)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from enum import StrEnum
-from typing import Any, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
 
 from envfactory.env import Environment
 from envfactory.errors import UnknownEnvironment
@@ -28,12 +31,67 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, default=str))
 
 
+def fail(message: object) -> typer.Exit:
+    """Print ``message`` in red on stderr; the exit (status 2) for the caller to raise."""
+    err_console.print(f"[red]{message}[/red]")
+    return typer.Exit(2)
+
+
 def load_env(env_id: str) -> Environment:
     try:
         return make(env_id)
     except UnknownEnvironment as exc:
-        err_console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
+
+
+def require_safe_bind(host: str, token: str, extra: str) -> None:
+    """Exit 2 with the reason when a server may not bind ``host`` without a token (or with
+    ``extra``, the hint to install the 'serve' extra, when that is missing)."""
+    try:
+        from envfactory.serving.config import check_bind
+    except ImportError:
+        raise fail(extra) from None
+    try:
+        check_bind(host, token or None)
+    except ValueError as exc:
+        raise fail(exc) from None
+
+
+class CheckOutcome(Protocol):
+    @property
+    def passed(self) -> bool: ...
+
+
+R = TypeVar("R", bound=CheckOutcome)
+
+
+def report_check(
+    name: str,
+    total: int,
+    run: Callable[[Callable[[int], None]], R],
+    shown: Iterable[str],
+    json: bool,
+) -> R:
+    """``envfactory check``'s frame: ``run(progress)`` under a bar of ``total`` steps, then the
+    report as JSON or as a table of the ``shown`` fields (and the first five ``problems`` it
+    lists, if any, in red); exits 1 unless the report passed."""
+    with Progress(console=err_console, transient=True) as bar:
+        job = bar.add_task(f"checking {name}", total=total)
+        report = run(lambda k: bar.advance(job, k))
+    if json:
+        print_json(report)
+    else:
+        table = Table(title=f"check {name}: {'passed' if report.passed else 'FAILED'}")
+        table.add_column("measure")
+        table.add_column("value", justify="right")
+        for key in shown:
+            table.add_row(key, str(getattr(report, key)))
+        console.print(table)
+        for problem in getattr(report, "problems", [])[:5]:
+            console.print(f"[red]{problem}[/red]")
+    if not report.passed:
+        raise typer.Exit(1)
+    return report
 
 
 class SplitName(StrEnum):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from envfactory.cli.common import err_console
+from envfactory.cli.common import err_console, fail, require_safe_bind
 
 EXTRA = "the proxy needs the 'serve' extra: pip install 'envfactory[serve]'"
 
@@ -35,15 +35,9 @@ def proxy(
     """Proxy chat completions to UPSTREAM, storing each episode's token ids and logprobs."""
     try:
         from envfactory.integrations.proxy import run_proxy
-        from envfactory.serving.config import check_bind
     except ImportError:
-        err_console.print(f"[red]{EXTRA}[/red]")
-        raise typer.Exit(2) from None
-    try:
-        check_bind(host, token or None)
-    except ValueError as exc:
-        err_console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(EXTRA) from None
+    require_safe_bind(host, token, EXTRA)
     err_console.print(
         f"capture proxy on http://{host}:{port}/v1 -> {upstream}; episodes in {out}/episodes.jsonl"
     )

@@ -13,7 +13,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, print_json
+from envfactory.cli.common import console, err_console, fail, print_json
 from envfactory.credit.advantages import CreditConfig
 from envfactory.credit.files import credit_folder, parse_credit
 from envfactory.errors import EnvFactoryError
@@ -35,11 +35,6 @@ from envfactory.trajectory.record import EpisodeRecord
 T = TypeVar("T")
 
 
-def _fail(message: str) -> typer.Exit:
-    err_console.print(f"[red]{message}[/red]")
-    return typer.Exit(2)
-
-
 def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
@@ -48,7 +43,7 @@ def _context(value: str) -> ContextConfig:
     """``all``, ``recent:N`` or ``summary:N``."""
     strategy, _, window = value.partition(":")
     if strategy not in ("all", "recent", "summary"):
-        raise _fail(f"--context: {value!r} is not all, recent:N or summary:N")
+        raise fail(f"--context: {value!r} is not all, recent:N or summary:N")
     return ContextConfig(strategy=strategy, window=int(window or 8))
 
 
@@ -75,7 +70,7 @@ def _policy(
             timeout_s=call_timeout,
             max_connections=concurrency,
         )
-    raise _fail(f"--policy: {name!r} is not openai or one of {', '.join(SCRIPTED)}")
+    raise fail(f"--policy: {name!r} is not openai or one of {', '.join(SCRIPTED)}")
 
 
 def rollout(
@@ -131,19 +126,19 @@ def rollout(
     env_ids = _csv(envs) or [e for e in list_envs() if make(e).kind != "multiagent"]
     known = set(list_envs())
     if unknown := [e for e in env_ids if e not in known]:
-        raise _fail(f"no environment {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        raise fail(f"no environment {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     if multi := [e for e in env_ids if make(e).kind == "multiagent"]:
-        raise _fail(f"{', '.join(multi)}: multi-agent worlds (seats) run with envfactory match")
+        raise fail(f"{', '.join(multi)}: multi-agent worlds (seats) run with envfactory match")
     split_list = _csv(splits)
     if bad := [s for s in split_list if s not in SPLITS]:
-        raise _fail(f"--splits: {', '.join(bad)} is not one of {', '.join(SPLITS)}")
+        raise fail(f"--splits: {', '.join(bad)} is not one of {', '.join(SPLITS)}")
     try:
         levels = [int(d) for d in _csv(difficulties)] or None
         extra = jsonlib.loads(sampling)
     except ValueError as exc:
-        raise _fail(f"--difficulties / --sampling: {exc}") from None
+        raise fail(f"--difficulties / --sampling: {exc}") from None
     if tool_format not in ("native", "text"):
-        raise _fail("--tool-format is native or text")
+        raise fail("--tool-format is native or text")
     args = {"temperature": temperature, "max_tokens": max_tokens}
     sampling_args = {**{k: v for k, v in args.items() if v is not None}, **extra}
     chosen = _policy(
@@ -170,7 +165,7 @@ def rollout(
     try:
         credit_config = parse_credit(credit) if credit else None
     except ValueError as exc:
-        raise _fail(f"--credit: {exc}") from None
+        raise fail(f"--credit: {exc}") from None
     for env_id in env_ids:
         make(env_id)  # build the worlds before the clock starts
     if curriculum is not None:
@@ -291,7 +286,7 @@ def with_progress(
         try:
             return asyncio.run(start(done, stopping))
         except EnvFactoryError as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
 
 
 def _num(v: float | None, fmt: str = "{:.3f}") -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from envfactory.cli.common import err_console, print_json
+from envfactory.cli.common import err_console, fail, print_json, require_safe_bind
 
 SERVE_EXTRA = "serving needs the 'serve' extra: pip install 'envfactory[serve]'"
 
@@ -32,16 +32,11 @@ def serve(
 ) -> None:
     """Serve environments over HTTP (Open Reward Standard), WebSocket (OpenEnv) and MCP."""
     try:
-        from envfactory.serving import ServeConfig, check_bind
+        from envfactory.serving import ServeConfig
         from envfactory.serving import serve as run_server
     except ImportError:
-        err_console.print(f"[red]{SERVE_EXTRA}[/red]")
-        raise typer.Exit(2) from None
-    try:
-        check_bind(host, token or None)
-    except ValueError as exc:
-        err_console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(SERVE_EXTRA) from None
+    require_safe_bind(host, token, SERVE_EXTRA)
     ids = tuple(e.strip() for e in envs.split(",") if e.strip())
     config = ServeConfig(
         envs=ids,
@@ -70,8 +65,7 @@ def bench_serve(
     try:
         from envfactory.serving.bench import BenchSettings, run_bench
     except ImportError:
-        err_console.print(f"[red]{SERVE_EXTRA}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(SERVE_EXTRA) from None
     settings = BenchSettings(
         env_id=env_id,
         sessions=sessions,

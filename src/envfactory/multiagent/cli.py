@@ -12,7 +12,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, load_env, print_json
+from envfactory.cli.common import console, err_console, fail, load_env, print_json, report_check
 from envfactory.credit.files import credit_folder, parse_credit
 from envfactory.harness.config import HarnessConfig
 from envfactory.multiagent.check import check
@@ -47,22 +47,8 @@ SHOWN = (
 
 def check_command(env: MultiAgentEnvironment, n: int, seed: int, json: bool) -> None:
     """Scripted seats of two strengths over about ``n`` episodes; exits 1 unless it passes."""
-    with Progress(console=err_console, transient=True) as bar:
-        job = bar.add_task(f"checking {env.id}", total=2 * max(1, n // 2))
-        report = check(env, n, seed, progress=lambda k: bar.advance(job, k))
-    if json:
-        print_json(report)
-    else:
-        table = Table(title=f"check {env.id}: {'passed' if report.passed else 'FAILED'}")
-        table.add_column("measure")
-        table.add_column("value", justify="right")
-        for key in SHOWN:
-            table.add_row(key, str(getattr(report, key)))
-        console.print(table)
-        for problem in report.problems[:5]:
-            console.print(f"[red]{problem}[/red]")
-    if not report.passed:
-        raise typer.Exit(1)
+    total = 2 * max(1, n // 2)
+    report_check(env.id, total, lambda progress: check(env, n, seed, progress), SHOWN, json)
 
 
 def match(
@@ -92,7 +78,7 @@ def match(
     """Multi-seat episodes through the rollout engine: one trajectory per seat."""
     env = load_env(env_id)
     if not isinstance(env, MultiAgentEnvironment):
-        raise _fail(f"{env_id} is a {env.kind} world: run it with envfactory rollout")
+        raise fail(f"{env_id} is a {env.kind} world: run it with envfactory rollout")
     try:
         seating = Seating(
             _learner(env, policy, base_url, model, api_key_env, temperature, max_tokens),
@@ -102,7 +88,7 @@ def match(
         credit_config = parse_credit(credit) if credit else None
         harness = HarnessConfig(tool_format=tool_format, max_turns=max_turns)
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     split_list = [cast(Split, s.strip()) for s in splits.split(",") if s.strip()]
     refs = plan_tasks([env.id], n_tasks, split_list, levels)
     folder = out or Path("runs") / f"match-{env.id}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -188,8 +174,3 @@ def _pair(text: str) -> tuple[str, str]:
 
 def _mean(xs: list[float]) -> float:
     return round(sum(xs) / len(xs), 6) if xs else 0.0
-
-
-def _fail(message: str) -> typer.Exit:
-    err_console.print(f"[red]{message}[/red]")
-    return typer.Exit(2)
