@@ -54,6 +54,11 @@ def child_id(parent: str, kind: str, position: int) -> str:
     return f"{parent}/{kind}{position}"
 
 
+def _order_child(oid: str, kind: str, position: int) -> Row:
+    """The columns every row of an order's lists starts with."""
+    return {"id": child_id(oid, kind, position), "order_id": oid, "position": position}
+
+
 def summary(options: dict[str, str]) -> str:
     """Options as words: ``{'color': 'red', 'size': 'M'}`` -> ``color red, size M``."""
     return ", ".join(f"{k} {v}" for k, v in options.items())
@@ -128,9 +133,7 @@ def order_rows(order: Doc, user_position: int) -> Rows:
         row["exchange_price_difference"] = float(row["exchange_price_difference"])
     items = [
         {
-            "id": child_id(oid, "item", i),
-            "order_id": oid,
-            "position": i,
+            **_order_child(oid, "item", i),
             "name": it["name"],
             "product_id": it["product_id"],
             "item_id": it["item_id"],
@@ -141,9 +144,7 @@ def order_rows(order: Doc, user_position: int) -> Rows:
     ]
     fulfillments = [
         {
-            "id": child_id(oid, "fulfillment", i),
-            "order_id": oid,
-            "position": i,
+            **_order_child(oid, "fulfillment", i),
             "tracking_ids": _text(f["tracking_id"]),
             "item_ids": _text(f["item_ids"]),
         }
@@ -151,9 +152,7 @@ def order_rows(order: Doc, user_position: int) -> Rows:
     ]
     payments = [
         {
-            "id": child_id(oid, "payment", i),
-            "order_id": oid,
-            "position": i,
+            **_order_child(oid, "payment", i),
             "transaction_type": p["transaction_type"],
             "amount": float(p["amount"]),
             "payment_method_id": p["payment_method_id"],
