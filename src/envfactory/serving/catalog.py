@@ -9,39 +9,26 @@ A task spec on the wire names a task and nothing else: ``task_id`` or split, dif
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from envfactory.env import Environment
 from envfactory.errors import EnvFactoryError
+from envfactory.rollout.types import TaskRef as TaskRef  # the servers' task address too
 from envfactory.serving.errors import BadRequest
 from envfactory.tasks.types import Split, Task
 
 DEFAULT_BLOCK = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class TaskRef:
-    """One task of one environment, by its address."""
-
-    env_id: str
-    split: Split
-    difficulty: int
-    index: int
-
-    @property
-    def task_id(self) -> str:
-        return f"{self.env_id}/{self.split}/{self.difficulty}/{self.index}"
-
-    def spec(self) -> dict[str, Any]:
-        """The task spec of the wire: enough to name the task, nothing it hides."""
-        return {
-            "task_id": self.task_id,
-            "split": self.split,
-            "difficulty": self.difficulty,
-            "index": self.index,
-        }
+def task_spec(ref: TaskRef) -> dict[str, Any]:
+    """The task spec of the wire: enough to name the task, nothing it hides."""
+    return {
+        "task_id": ref.task_id,
+        "split": ref.split,
+        "difficulty": ref.difficulty,
+        "index": ref.index,
+    }
 
 
 class TaskCatalog:

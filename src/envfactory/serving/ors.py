@@ -16,7 +16,7 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from envfactory.serving.catalog import TaskRef
+from envfactory.serving.catalog import TaskRef, task_spec
 from envfactory.serving.engine import Engine, Outcome, render_prompt
 from envfactory.serving.errors import BadRequest, EpisodeFinished
 from envfactory.serving.models import (
@@ -60,7 +60,7 @@ def _sid(value: str | None) -> str:
 
 
 def _spec(ref: TaskRef) -> TaskSpec:
-    return TaskSpec(**ref.spec())
+    return TaskSpec(**task_spec(ref))
 
 
 def tool_output(outcome: Outcome) -> RunToolOutput:
@@ -109,6 +109,11 @@ def ors_router(engine: Engine) -> APIRouter:
 
     def session(sid: str | None) -> Session:
         return engine.store.get(_sid(sid))
+
+    def env_session(env_name: str, sid: str | None) -> Session:
+        """The session, once ``env_name`` is known (an unknown environment is the first 404)."""
+        engine.env(env_name)
+        return session(sid)
 
     @r.get("/list_environments", response_model=list[str])
     async def list_environments() -> list[str]:
@@ -214,24 +219,21 @@ def ors_router(engine: Engine) -> APIRouter:
     async def task_tools(
         env_name: str, x_session_id: str | None = Header(None, description=SID_DOC)
     ) -> ListToolsOutput:
-        engine.env(env_name)
-        s = session(x_session_id)
+        s = env_session(env_name, x_session_id)
         return tool_list(s.env.id, list(s.task.public.tools))
 
     @r.get("/{env_name}/prompt", response_model=list[TextBlock])
     async def prompt(
         env_name: str, x_session_id: str | None = Header(None, description=SID_DOC)
     ) -> list[TextBlock]:
-        engine.env(env_name)
-        system, user = render_prompt(session(x_session_id).task.public)
+        system, user = render_prompt(env_session(env_name, x_session_id).task.public)
         return [TextBlock(text=f"{system}\n\n{user}")]
 
     @r.get("/{env_name}/messages", response_model=list[ORSMessage])
     async def messages(
         env_name: str, x_session_id: str | None = Header(None, description=SID_DOC)
     ) -> list[ORSMessage]:
-        engine.env(env_name)
-        system, user = render_prompt(session(x_session_id).task.public)
+        system, user = render_prompt(env_session(env_name, x_session_id).task.public)
         return [
             ORSMessage(role="system", blocks=[TextBlock(text=system)]),
             ORSMessage(role="user", blocks=[TextBlock(text=user)]),
@@ -247,8 +249,7 @@ def ors_router(engine: Engine) -> APIRouter:
         body: ORSToolCall,
         x_session_id: str | None = Header(None, description=SID_DOC),
     ) -> Response:
-        engine.env(env_name)
-        s = session(x_session_id)
+        s = env_session(env_name, x_session_id)
         if body.task_id is not None and body.task_id in s.replies:
             return result_stream(body.task_id, s.replies[body.task_id])
         call_id = body.task_id or engine.store.new_id()
