@@ -61,6 +61,15 @@ def _parent_check(tool: Tool, entity: Entity, parent: Entity | None) -> list[dic
     ]
 
 
+def _target(tool: Tool, model: Model) -> tuple[Entity, dict[str, Any], list[dict[str, Any]]]:
+    """For a tool on one item by id: its entity, the load of the item as ``target`` and the
+    parent check."""
+    entity = model.entities[tool.entity]
+    parent = model.entities.get(entity.parent or "")
+    loads: dict[str, Any] = {"target": f"{entity.key}[{tool.id_param}]"}
+    return entity, loads, _parent_check(tool, entity, parent)
+
+
 def _ref_checks(tool: Tool, model: Model, loads: dict[str, Any]) -> list[dict[str, Any]]:
     """Reference arguments must name existing rows."""
     entity = model.entities[tool.entity]
@@ -170,15 +179,8 @@ def list_action(tool: Tool, model: Model) -> dict[str, Any]:
 
 
 def get_action(tool: Tool, model: Model) -> dict[str, Any]:
-    entity = model.entities[tool.entity]
-    parent = model.entities.get(entity.parent or "")
-    return _spec(
-        tool,
-        "read",
-        load={"target": f"{entity.key}[{tool.id_param}]"},
-        require=_parent_check(tool, entity, parent),
-        returns="=target",
-    )
+    _, loads, checks = _target(tool, model)
+    return _spec(tool, "read", load=loads, require=checks, returns="=target")
 
 
 def create_action(tool: Tool, model: Model) -> dict[str, Any]:
@@ -205,10 +207,7 @@ def create_action(tool: Tool, model: Model) -> dict[str, Any]:
 
 
 def update_action(tool: Tool, model: Model) -> dict[str, Any]:
-    entity = model.entities[tool.entity]
-    parent = model.entities.get(entity.parent or "")
-    loads: dict[str, Any] = {"target": f"{entity.key}[{tool.id_param}]"}
-    checks = _parent_check(tool, entity, parent)
+    entity, loads, checks = _target(tool, model)
     given = list(tool.fields)
     if given:
         checks.append(
@@ -231,10 +230,7 @@ def update_action(tool: Tool, model: Model) -> dict[str, Any]:
 
 
 def delete_action(tool: Tool, model: Model) -> dict[str, Any]:
-    entity = model.entities[tool.entity]
-    parent = model.entities.get(entity.parent or "")
-    loads: dict[str, Any] = {"target": f"{entity.key}[{tool.id_param}]"}
-    checks = _parent_check(tool, entity, parent)
+    entity, loads, checks = _target(tool, model)
     for child in children(model, entity):
         name = _free(tool, f"kids_{child.key}".lower())
         loads[name] = {
