@@ -70,6 +70,21 @@ def _target(tool: Tool, model: Model) -> tuple[Entity, dict[str, Any], list[dict
     return entity, loads, _parent_check(tool, entity, parent)
 
 
+def _bound(
+    tool: Tool, entity: Entity, optional_parent: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The parent's load (when the tool names one) and the fields the tool's parameters set:
+    ``{parent_field: "=parent_param", field: "=param", ...}``."""
+    loads: dict[str, Any] = {}
+    fields: dict[str, Any] = {}
+    if tool.parent_param and entity.parent_field and entity.parent:
+        loads["parent"] = f"{entity.parent}[{tool.parent_param}]" + ("?" if optional_parent else "")
+        fields[entity.parent_field] = f"={tool.parent_param}"
+    for pname, fname in tool.fields.items():
+        fields[fname] = f"={pname}"
+    return loads, fields
+
+
 def _ref_checks(tool: Tool, model: Model, loads: dict[str, Any]) -> list[dict[str, Any]]:
     """Reference arguments must name existing rows."""
     entity = model.entities[tool.entity]
@@ -145,15 +160,7 @@ def _page_expr(paging: Paging | None, rows: str) -> tuple[str, str | None, list[
 
 def list_action(tool: Tool, model: Model) -> dict[str, Any]:
     entity = model.entities[tool.entity]
-    loads: dict[str, Any] = {}
-    where: dict[str, Any] = {}
-    if tool.parent_param and entity.parent_field and entity.parent:
-        loads["parent"] = f"{entity.parent}[{tool.parent_param}]"
-        if not tool.parent_required:
-            loads["parent"] += "?"
-        where[entity.parent_field] = f"={tool.parent_param}"
-    for pname, fname in tool.fields.items():
-        where[fname] = f"={pname}"
+    loads, where = _bound(tool, entity, optional_parent=not tool.parent_required)
     rows: dict[str, Any] = {"rows": entity.key, "where": where, "limit": ROW_LIMIT}
     if tool.search and entity.naming_field:
         q, nf = tool.search, entity.naming_field
@@ -185,14 +192,8 @@ def get_action(tool: Tool, model: Model) -> dict[str, Any]:
 
 def create_action(tool: Tool, model: Model) -> dict[str, Any]:
     entity = model.entities[tool.entity]
-    loads: dict[str, Any] = {}
-    values: dict[str, Any] = {}
-    if tool.parent_param and entity.parent and entity.parent_field:
-        loads["parent"] = f"{entity.parent}[{tool.parent_param}]"
-        values[entity.parent_field] = f"={tool.parent_param}"
+    loads, values = _bound(tool, entity, optional_parent=False)
     checks = _ref_checks(tool, model, loads) + _value_checks(tool, entity)
-    for pname, fname in tool.fields.items():
-        values[fname] = f"={pname}"
     for fname, f in entity.fields.items():
         if fname not in values and f.prop is not None and f.prop.default is not None:
             values[fname] = f.prop.default
