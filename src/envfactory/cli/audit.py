@@ -10,7 +10,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, print_json
+from envfactory.cli.common import console, err_console, fail, print_json
 from envfactory.quality.audit import AuditReport, audit
 from envfactory.quality.report import write_report
 from envfactory.registry import list_envs, make
@@ -32,8 +32,7 @@ def audit_cmd(
     ids = env_ids or list_envs()
     unknown = sorted(set(ids) - set(list_envs()))
     if unknown:
-        err_console.print(f"[red]unknown environment(s): {', '.join(unknown)}[/red]")
-        raise typer.Exit(2)
+        raise fail(f"unknown environment(s): {', '.join(unknown)}")
     # The audit's oracle and baselines are single agents; multi-agent worlds are checked by
     # `envfactory check ENV` (scripted seats of two strengths, every outcome confirmed).
     multi = [e for e in ids if make(e).kind == "multiagent"]

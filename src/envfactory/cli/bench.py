@@ -7,7 +7,7 @@ from pydantic import BaseModel
 from rich.table import Table
 
 from envfactory.bench.world import bench_world
-from envfactory.cli.common import console, err_console, load_env, print_json
+from envfactory.cli.common import console, err_console, fail, load_env, print_json
 
 
 def _bench_sandbox() -> BaseModel:
@@ -16,8 +16,7 @@ def _bench_sandbox() -> BaseModel:
 
     reason = unavailable_reason()
     if reason:
-        err_console.print(f"[red]{reason}[/red]")
-        raise typer.Exit(2)
+        raise fail(reason)
     with err_console.status("benchmarking the terminal sandbox (1,000 episodes)"):
         return bench_sandbox()
 

@@ -12,7 +12,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, print_json
+from envfactory.cli.common import console, err_console, fail, print_json
 from envfactory.cli.rollout import with_progress
 from envfactory.curriculum.controller import Curriculum, CurriculumConfig
 from envfactory.curriculum.drive import Rounds, run_rounds
@@ -38,15 +38,11 @@ app = typer.Typer(
 
 def _open(db: Path) -> Curriculum:
     if not db.exists():
-        err_console.print(
-            f"[red]no curriculum at {db}; start one with envfactory rollout --curriculum {db}[/red]"
-        )
-        raise typer.Exit(2)
+        raise fail(f"no curriculum at {db}; start one with envfactory rollout --curriculum {db}")
     try:
         return Curriculum(CurriculumStore(db))
     except CurriculumError as exc:
-        err_console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
 
 
 def _pct(x: float | None) -> str:
@@ -201,8 +197,7 @@ def run_curriculum(
         for env_id in env_ids:
             cur.add(env_id, make(env_id).difficulties)
     except (CurriculumError, ValueError) as exc:
-        err_console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
     total = plan.rounds * plan.groups * config.group_size
     summaries = with_progress(
         total,

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, print_json
+from envfactory.cli.common import console, fail, print_json
 from envfactory.errors import DomainError
 from envfactory.registry import list_envs, make
 
@@ -25,8 +25,7 @@ def envs(
         try:
             register_library(folder)
         except DomainError as exc:
-            err_console.print(f"[red]{exc}[/red]")
-            raise typer.Exit(2) from None
+            raise fail(exc) from None
     infos = [make(e).info() for e in list_envs()]
     if json:
         print_json(infos)

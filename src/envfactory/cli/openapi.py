@@ -10,7 +10,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, print_json
+from envfactory.cli.common import console, err_console, fail, print_json
 from envfactory.openapi.corpus import CorpusError, documents, fetch_directory
 from envfactory.openapi.pipeline import Settings, SpecResult, run_import
 
@@ -27,15 +27,13 @@ def _items(source: str, limit: int | None) -> list[tuple[Path, str]]:
         try:
             root = fetch_directory()
         except CorpusError as exc:
-            err_console.print(f"[red]{exc}[/red]")
-            raise typer.Exit(2) from None
+            raise fail(exc) from None
     else:
         root = Path(source)
         if root.is_file():
             return [(root, root.name)]
         if not root.is_dir():
-            err_console.print(f"[red]{source}: no such file or folder (or 'directory')[/red]")
-            raise typer.Exit(2)
+            raise fail(f"{source}: no such file or folder (or 'directory')")
     items = [(p, p.relative_to(root).as_posix()) for p in documents(root)]
     return items[:limit] if limit is not None else items
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.panel import Panel
 
-from envfactory.cli.common import SplitName, console, err_console, load_env, print_json
+from envfactory.cli.common import SplitName, console, fail, load_env, print_json
 from envfactory.errors import SynthesisError
 
 
@@ -22,8 +22,7 @@ def tasks(
     try:
         views = [t.public for t in env.tasks(split.as_split, difficulty, n, start)]
     except SynthesisError as exc:
-        err_console.print(f"[red]{exc}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
     if json:
         print_json(views)
         return
