@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envfactory.world.environment import DatabaseEnvironment as Environment
 from envfactory.world.state import hash_rows, hex_hash
-from envfactory.world.store import Base
+from envfactory.world.store import Base, Store
 
 
 def test_reset_restores_the_base_state(retail: Environment) -> None:
@@ -102,3 +105,86 @@ def test_incremental_hash_equals_full_hash(retail: Environment, ops: list[tuple[
         elif op == "delete" and exists:
             store.delete("customers", key)
     assert hex_hash(store.state_hash()) == hex_hash(hash_rows(store.dump()))
+
+
+def _sql_row(store: Store, table: str, key: str) -> tuple[Any, ...] | None:
+    """A row read straight from SQLite, past the store's caches."""
+    t = store.base.tables[table]
+    found = store.conn.execute(t.select_by_id, (key,)).fetchall()
+    return tuple(found[0]) if found else None
+
+
+_WRITE = st.tuples(
+    st.sampled_from(["update", "restore", "delete", "reinsert", "put", "insert", "rollback"]),
+    st.integers(1, 12),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=st.lists(st.one_of(_WRITE, st.just(("reset", 1))), max_size=30))
+def test_cached_hash_and_reads_follow_every_write(
+    retail: Environment, ops: list[tuple[str, int]]
+) -> None:
+    """The store caches reads, row digests and the hash; after any sequence of writes (some
+    putting a row back as it was, deletes and re-inserts, rolled-back transactions, resets),
+    each is what SQLite and a full canonical hash of the whole state say."""
+    base = retail.world.base
+    store = retail.world.new_store()
+    for op, n in ops:
+        key = f"CUS-{n:05d}"
+        original = base.tables["customers"].to_row(base.rows["customers"][key])
+        store.state_hash()  # warm the caches before the write, so they must be dropped
+        store.get("customers", key)
+        if op == "reset":
+            store.reset()
+        elif op == "update" and store.get("customers", key) is not None:
+            store.update("customers", key, {"phone": f"555-{n:03d}-1111", "tier": "gold"})
+        elif op == "restore":
+            store.put("customers", key, original)
+        elif op == "delete" and store.get("customers", key) is not None:
+            store.delete("customers", key)
+        elif op == "reinsert":
+            store.put("customers", key, None)
+            store.state_hash()
+            store.put("customers", key, original)
+        elif op == "put":
+            store.put("customers", key, {**original, "city": f"City {n}"})
+        elif op == "insert":
+            store.insert("returns", {"reason": str(n), "status": "requested"})
+        elif op == "rollback":
+            with contextlib.suppress(sqlite3.Error), store.transaction():
+                store.put("customers", key, {**original, "name": "Rolled Back"})
+                assert store.get("customers", key)["name"] == "Rolled Back"  # type: ignore[index]
+                store.state_hash()
+                raise sqlite3.Error("boom")
+        dump = store.dump()
+        assert store.state_hash() == hash_rows(dump)
+        for k in (key, f"CUS-{n % 12 + 1:05d}"):
+            assert store.raw("customers", k) == _sql_row(store, "customers", k)
+        changed = {(c.table, c.key) for c in store.changes()}
+        assert changed == {
+            (t, k)
+            for t, rows in base.rows.items()
+            for k in set(rows) | set(dump[t])
+            if rows.get(k) != dump[t].get(k)
+        }
+    store.close()
+    again = retail.world.new_store()  # may reuse the closed store's connection
+    assert again.state_hash() == hash_rows(again.dump()) == base.hash
+    again.close()
+
+
+def test_a_closed_store_cannot_be_used(retail: Environment) -> None:
+    store = retail.world.new_store()
+    store.close()
+    store.close()
+    other = retail.world.new_store()  # takes the connection back
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.raw("orders", "ORD-00002")
+    assert other.raw("orders", "ORD-00002") == base_row(retail, "orders", "ORD-00002")
+
+
+def base_row(env: Environment, table: str, key: str) -> tuple[Any, ...] | None:
+    return env.world.base.rows[table].get(key)

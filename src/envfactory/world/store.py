@@ -6,6 +6,7 @@ rows an episode touched. Hashing and diffing then cost O(touched rows), not O(da
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -13,6 +14,11 @@ from typing import Any
 
 from envfactory.world.state import MOD, RowChange, hash_rows, row_digest
 from envfactory.world.tables import Row, Table
+
+_UNREAD: Any = object()  # a row not read yet (None is a row known to be absent)
+_IDLE_BYTES = 32 << 20  # closed episodes' connections kept per world, by snapshot size
+_CLOSED = sqlite3.connect(":memory:", check_same_thread=False)
+_CLOSED.close()  # what a closed store holds: any use raises, as on a closed connection
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,10 @@ class Base:
     rows: dict[str, dict[str, tuple[Any, ...]]]  # table -> id -> stored tuple
     next_ids: dict[str, int]
     hash: int
+    # Connections of closed stores, reused (opening and closing one costs more than a step).
+    idle: list[sqlite3.Connection] = dataclasses.field(
+        default_factory=list, repr=False, compare=False
+    )
 
     @classmethod
     def build(cls, tables: dict[str, Table], data: Mapping[str, Iterable[Row]]) -> Base:
@@ -44,29 +54,59 @@ class Base:
 
 
 class Store:
-    """One episode's database, plus the set of rows it has touched since the base state."""
+    """One episode's database, plus the set of rows it has touched since the base state.
 
-    __slots__ = ("_digests", "base", "conn", "journal", "next_ids", "start", "touched")
+    Reads by id and row digests are cached per row and dropped whenever that row is written
+    (or a transaction that wrote it rolls back), and the state hash is kept until the next
+    write: a step that writes one row re-reads and re-digests that row alone.
+    """
+
+    __slots__ = (
+        "_digests",
+        "_dirty",
+        "_hash",
+        "_now",
+        "_now_digests",
+        "base",
+        "conn",
+        "journal",
+        "next_ids",
+        "start",
+        "touched",
+    )
 
     def __init__(self, base: Base) -> None:
         self.base = base
-        self.conn = sqlite3.connect(
-            ":memory:", check_same_thread=False, isolation_level=None, cached_statements=256
-        )
+        try:
+            self.conn = base.idle.pop()
+        except IndexError:
+            self.conn = sqlite3.connect(
+                ":memory:", check_same_thread=False, isolation_level=None, cached_statements=256
+            )
         self.touched: dict[str, set[str]] = {}
         self.journal: list[tuple[str, str]] = []  # every write, in order
         # Rows whose value at the episode's start differs from the base (a task's setup).
         self.start: dict[tuple[str, str], tuple[Any, ...] | None] = {}
         self.next_ids: dict[str, int] = {}
-        self._digests: dict[tuple[str, str], int] = {}
+        self._digests: dict[tuple[str, str], int] = {}  # base rows' digests
+        self._now: dict[tuple[str, str], tuple[Any, ...] | None] = {}  # current rows read
+        self._now_digests: dict[tuple[str, str], int] = {}  # current touched rows' digests
+        self._hash: int | None = None
+        self._dirty = True
         self.reset()
 
     def reset(self) -> None:
-        """Back to the base state: deserialise the snapshot (tens of microseconds)."""
-        self.conn.deserialize(self.base.snapshot)
-        # Read the schema now: SQLite's pager learns the database's size on its first read,
-        # and a savepoint rolled back before that restores an empty database.
-        self.conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        """Back to the base state: deserialise the snapshot (tens of microseconds), unless
+        nothing was written since the last reset."""
+        if self._dirty:
+            self.conn.deserialize(self.base.snapshot)
+            # Read the schema now: SQLite's pager learns the database's size on its first
+            # read, and a savepoint rolled back before that restores an empty database.
+            self.conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            self._dirty = False
+            self._now = {}
+            self._now_digests = {}
+        self._hash = None
         self.touched = {}
         self.journal = []
         self.start = {}
@@ -83,6 +123,7 @@ class Store:
     def put(self, table: str, key: str, row: Row | None) -> None:
         """Make a row exactly ``row`` (or absent): how a task's setup is replayed."""
         t = self.base.tables[table]
+        self._writing(table, key)
         self.conn.execute(t.delete, (key,))
         if row is not None:
             self.conn.execute(t.insert, t.to_tuple({**row, "id": key}))
@@ -92,21 +133,38 @@ class Store:
         self._touch(table, key)
 
     def close(self) -> None:
-        self.conn.close()
+        """Give the connection back (to the world's idle ones, or closed); idempotent."""
+        conn, self.conn = self.conn, _CLOSED
+        if conn is _CLOSED:
+            return
+        keep = max(8, _IDLE_BYTES // max(1, len(self.base.snapshot)))
+        if len(self.base.idle) < keep and not conn.in_transaction:
+            self.base.idle.append(conn)  # the next store deserialises over it
+        else:
+            conn.close()
 
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, table: str, key: Any) -> Row | None:
-        t = self.base.tables[table]
-        found = self.conn.execute(t.select_by_id, (key,)).fetchall()
-        return t.to_row(found[0]) if found else None
+        values = self.raw(table, key)
+        return None if values is None else self.base.tables[table].to_row(values)
 
     def raw(self, table: str, key: str) -> tuple[Any, ...] | None:
+        """A row's stored tuple, read once until the row is next written."""
+        # Only string keys are cached: SQLite also matches the number 5 to the id "5".
+        cached = type(key) is str
+        if cached:
+            values: tuple[Any, ...] | None = self._now.get((table, key), _UNREAD)
+            if values is not _UNREAD:
+                return values
         t = self.base.tables[table]
         # fetchall, not fetchone: a half-read statement keeps a read transaction open, and a
         # later deserialize() under it leaves the connection with an empty database.
         found = self.conn.execute(t.select_by_id, (key,)).fetchall()
-        return tuple(found[0]) if found else None
+        values = tuple(found[0]) if found else None
+        if cached:
+            self._now[(table, key)] = values
+        return values
 
     def rows(
         self,
@@ -146,6 +204,23 @@ class Store:
 
     # -- writes ------------------------------------------------------------------------------
 
+    def _writing(self, table: str, key: Any) -> None:
+        """Forget what is cached about a row about to be written (before the write: a write
+        that fails half-way may still have changed it)."""
+        self._dirty = True
+        self._hash = None
+        if type(key) is str:
+            self._now.pop((table, key), None)
+            self._now_digests.pop((table, key), None)
+        else:  # SQLite may match it to a string id: forget every row
+            self._forget()
+
+    def _forget(self) -> None:
+        self._dirty = True
+        self._hash = None
+        self._now.clear()
+        self._now_digests.clear()
+
     def _touch(self, table: str, key: str) -> None:
         self.touched.setdefault(table, set()).add(key)
         self.journal.append((table, key))
@@ -156,6 +231,7 @@ class Store:
         self.next_ids[table] = n + 1
         row: Row = {c: values.get(c) for c in t.columns}
         row["id"] = t.format_id(n)
+        self._writing(table, row["id"])
         self.conn.execute(t.insert, t.to_tuple(row))
         self._touch(table, row["id"])
         return t.to_row(t.to_tuple(row))
@@ -167,6 +243,7 @@ class Store:
                 raise KeyError(f"{table} has no writable field {c!r}")
         sets = ", ".join(f"{c} = ?" for c in changes)
         vals = [int(v) if isinstance(v, bool) else v for v in changes.values()]
+        self._writing(table, key)
         cur = self.conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*vals, key))
         if cur.rowcount == 0:
             raise KeyError(f"{table} has no row {key!r}")
@@ -176,6 +253,7 @@ class Store:
         return row
 
     def delete(self, table: str, key: str) -> None:
+        self._writing(table, key)
         self.conn.execute(self.base.tables[table].delete, (key,))
         self._touch(table, key)
 
@@ -196,14 +274,23 @@ class Store:
 
     def state_hash(self) -> int:
         """The canonical content hash of the current state, from the touched rows alone."""
+        if self._hash is not None:
+            return self._hash
         h = self.base.hash
+        digests = self._now_digests
         for table, keys in self.touched.items():
             for key in keys:
                 h -= self._base_digest(table, key)
-                now = self.raw(table, key)
-                if now is not None:
-                    h += row_digest(table, now)
-        return h % MOD
+                ck = (table, key)
+                d = digests.get(ck)
+                if d is None:
+                    now = self.raw(table, key)
+                    d = 0 if now is None else row_digest(table, now)
+                    if type(key) is str:
+                        digests[ck] = d
+                h += d
+        self._hash = h % MOD
+        return self._hash
 
     def start_value(
         self, table: str, key: str, base_rows: dict[str, tuple[Any, ...]] | None = None
@@ -270,3 +357,4 @@ class _Transaction:
         assert self.saved is not None
         s.touched, s.next_ids, mark, s.start = self.saved
         del s.journal[mark:]
+        s._forget()  # the rollback restored rows, some perhaps never journaled
