@@ -106,6 +106,17 @@ class NoOp:
 _WORDS = ("alpha", "order", "cancel", "refund", "gold", "pending", "Boston", "2026-05-01", "42")
 
 
+def _bounds(schema: dict[str, Any], span: float) -> tuple[float, float]:
+    """``[minimum, maximum]`` of a number schema; a missing side is ``0`` or ``span``, moved
+    ``span`` away from the other side when that side lies beyond it."""
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    if lo is None:
+        lo = 0 if hi is None or hi >= 0 else hi - span
+    if hi is None:
+        hi = span if lo <= span else lo + span
+    return lo, hi
+
+
 def random_value(schema: dict[str, Any], rng: random.Random, id_prefixes: list[str]) -> Any:
     """A schema-valid value: enum members, bounded numbers, and strings that often look like
     real ids (so random writes sometimes land, and must still not pay)."""
@@ -113,9 +124,9 @@ def random_value(schema: dict[str, Any], rng: random.Random, id_prefixes: list[s
         return rng.choice(schema["enum"])
     kind = schema.get("type")
     if kind == "integer":
-        return rng.randint(int(schema.get("minimum", 0)), int(schema.get("maximum", 10)))
+        return rng.randint(*(int(x) for x in _bounds(schema, 10)))
     if kind == "number":
-        return round(rng.uniform(schema.get("minimum", 0), schema.get("maximum", 500)), 2)
+        return round(rng.uniform(*_bounds(schema, 500)), 2)
     if kind == "boolean":
         return rng.random() < 0.5
     if schema.get("format") == "date":
