@@ -73,3 +73,12 @@ def test_check_covers_the_imported_tasks() -> None:
     assert report["oracle_success_rate"] == 1.0 and report["unsolvable"] == 0
     assert report["noop_reward_mean"] <= 0.02 and report["random_reward_mean"] <= 0.05
     assert report["passed"]
+
+
+def test_the_finite_import_passes_the_audit(tau2: Tau2RetailEnvironment) -> None:
+    """A fixed list of 114 tasks on one level: sampled whole (never past its 74 train tasks),
+    its shapes counted as a rate, nothing to grade across levels."""
+    report = audit(tau2, n=500)
+    assert report.passed, report.problems
+    assert report.tasks == 114 and report.difficulty_monotonic
+    assert len(report.plan_lengths) == 74  # every train task, and no index past them

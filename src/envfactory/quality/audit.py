@@ -86,8 +86,10 @@ def _normalise(text: str) -> str:
 def _monotonic(steps: list[float], success: list[float]) -> tuple[bool, list[str]]:
     """Plans lengthen (each level at least 95% of the one below, the top longer than the
     bottom) and the noisy oracle succeeds less (no level 0.1 above the one below, the top
-    below the bottom)."""
-    problems = []
+    below the bottom). A single level (a fixed task list such as tau2's) has nothing to grade."""
+    problems: list[str] = []
+    if len(steps) < 2:
+        return True, problems
     if not (steps[-1] > steps[0] and all(b >= 0.95 * a for a, b in pairwise(steps))):
         problems.append(f"plan length by difficulty does not rise: {steps}")
     if not (success[-1] < success[0] and all(b <= a + 0.1 for a, b in pairwise(success))):
@@ -163,8 +165,12 @@ def audit(
             progress(1)
     difficulties = env.difficulties
     top = difficulties[-1]
-    top_tasks = [env.task("train", top, i) for i in range(k)]
-    spread = [env.task("train", difficulties[i % len(difficulties)], i) for i in range(k)]
+    top_tasks = [env.task("train", top, i) for i in range(_room(env, top, k))]
+    spread = [
+        env.task("train", d, i)
+        for i, d in ((i, difficulties[i % len(difficulties)]) for i in range(k))
+        if i < _room(env, d, k)
+    ]
     for t in top_tasks:
         tool_uses.update(s.tool for s in t.hidden.gold_plan)
     if progress:
@@ -197,9 +203,11 @@ def audit(
         difficulty_monotonic=monotonic,
         deterministic=deterministic,
         tool_coverage=round(coverage, 4),
-        plan_shapes_per_1k=len({env.plan_shape(t) for t in top_tasks}),
+        plan_shapes_per_1k=_per_1k(
+            len({env.plan_shape(t) for t in top_tasks}), len(top_tasks), k, env.finite
+        ),
         instructions_distinct_per_1k=round(
-            len({_normalise(t.public.instruction) for t in spread}) * 1000 / k
+            len({_normalise(t.public.instruction) for t in spread}) * 1000 / max(1, len(spread))
         ),
         passed=False,
         curves=curves,
@@ -210,6 +218,20 @@ def audit(
     report.problems = problems + _shortfalls(report)
     report.passed = not report.problems
     return report
+
+
+def _room(env: Environment, difficulty: int, k: int) -> int:
+    """How many train tasks of ``difficulty`` the diversity sample may take: ``k``, or all
+    a finite environment has when it has fewer."""
+    size = env.capacity("train", difficulty) if env.finite else None
+    return k if size is None else min(k, size)
+
+
+def _per_1k(shapes: int, sampled: int, k: int, finite: bool) -> int:
+    """Plan shapes per 1,000 tasks. A sample of a generator counts its shapes as they are (a
+    lower bound when fewer than 1,000 were drawn); a finite environment with fewer than ``k``
+    tasks was sampled whole, so its count is scaled to a rate."""
+    return round(shapes * 1000 / sampled) if finite and 0 < sampled < k else shapes
 
 
 def _shortfalls(r: AuditReport) -> list[str]:
