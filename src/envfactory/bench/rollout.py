@@ -128,7 +128,7 @@ def bench_rollout(
     env_id: str = "retail",
     live: int = 10_000,
     throughput_concurrency: int = 256,
-    executors: tuple[ExecutorKind, ...] = ("worker", "sliced", "thread"),
+    executors: tuple[ExecutorKind, ...] = ("sliced", "worker", "thread"),
     tasks: int = 500,
 ) -> RolloutBench:
     """Capacity and throughput runs for each executor; the headline numbers are the first

@@ -96,7 +96,7 @@ class RolloutEngine:
             if kind == "thread" or (kind == "auto" and blocking):
                 ex = ThreadExecutor(self._pool)
             elif kind == "auto":
-                ex = AutoExecutor(self._worker, self._pool)
+                ex = AutoExecutor(self._sliced, self._pool)
             elif kind == "worker":
                 ex = self._worker
             elif kind == "sliced":

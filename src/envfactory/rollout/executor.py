@@ -1,19 +1,21 @@
 """Where environment work runs, so that it never blocks the event loop.
 
-Database worlds are fast (reset ~25 µs, step ~40 µs): handing each call to a thread pool costs
+Database worlds are fast (reset ~35 µs, step ~40 µs): handing each call to a thread pool costs
 more than the call. Two ways keep them off the loop's critical path:
 
 - :class:`SlicedExecutor` runs them on the loop, queued and executed in slices of a few
   milliseconds, after which the loop serves timers and I/O again; the loop is never held
-  longer than one slice, however many episodes are live.
+  longer than one slice, however many episodes are live. The default for database worlds:
+  no thread hand-offs and no contention for the GIL.
 - :class:`WorkerExecutor` runs them in one dedicated thread, in batches, and hands the results
   back to the loop a batch at a time; SQLite releases the GIL while it works, so the world's
-  queries run beside the engine's own Python on a second core.
+  queries run beside the engine's own Python on a second core (a second thread also gets a
+  larger share of a machine other processes keep busy).
 
 Worlds that may block (a sandbox, a user simulated by a model over HTTP) run in a thread pool
-(:class:`ThreadExecutor`). :class:`AutoExecutor` starts on the worker and moves an environment
-to the pool for good the first time one of its calls is slow. ``envfactory bench --rollout``
-measures the choices.
+(:class:`ThreadExecutor`). :class:`AutoExecutor` starts on the sliced executor and moves an
+environment to the pool for good the first time one of its calls is slow. ``envfactory bench
+--rollout`` measures the choices.
 """
 
 from __future__ import annotations
@@ -228,19 +230,25 @@ class ThreadExecutor:
 
 
 class AutoExecutor:
-    """On the shared worker while every call is fast; in the pool from the first call slower
-    than ``slow_s`` (one slow world must not hold up the others queued behind it). An episode
-    stays where its first call went, so its work never runs in two places."""
+    """On a fast executor (sliced on the loop, or the shared worker) while every call is fast;
+    in the pool from the first call slower than ``slow_s`` (one slow world must not hold up the
+    others queued behind it). An episode stays where its first call went, so its work never
+    runs in two places."""
 
-    def __init__(self, worker: WorkerExecutor, pool: ThreadPoolExecutor, slow_s: float = 0.02):
-        self.worker = worker
+    def __init__(
+        self,
+        fast: SlicedExecutor | WorkerExecutor,
+        pool: ThreadPoolExecutor,
+        slow_s: float = 0.02,
+    ) -> None:
+        self.fast = fast
         self.thread = ThreadExecutor(pool)
         self.slow_s = slow_s
         self.slow = False
 
     @property
     def kind(self) -> str:
-        return "thread" if self.slow else "worker"
+        return "thread" if self.slow else self.fast.kind
 
     async def call(self, fn: Callable[[], T], lane: Lane) -> T:
         if lane.pooled is None:
@@ -256,7 +264,7 @@ class AutoExecutor:
                 if time.perf_counter() - t0 > self.slow_s:
                     self.slow = True
 
-        return await self.worker.call(timed, lane)
+        return await self.fast.call(timed, lane)
 
     def close(self, lane: Lane, release: Callable[[], None]) -> None:
-        (self.thread if lane.pooled else self.worker).close(lane, release)
+        (self.thread if lane.pooled else self.fast).close(lane, release)
