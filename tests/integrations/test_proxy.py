@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from conftest import ThreadServer, chat_server_module
+from integration_servers import ThreadServer, chat_server_module
 
 import envfactory
 from envfactory.episode.types import Message, ToolCall

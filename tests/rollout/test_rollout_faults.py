@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from chat_server import ChatServer, Fault
-from conftest import FAST_RETRY, run_openai
+from openai_runs import FAST_RETRY, run_openai
 
 from envfactory.rollout import EngineConfig, RetryConfig, TaskRef, group_stats
 

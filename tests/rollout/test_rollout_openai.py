@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from chat_server import ChatServer, encode, logprob
-from conftest import run_openai
+from openai_runs import run_openai
 
 from envfactory.harness import HarnessConfig
 from envfactory.rollout import EngineConfig, TaskRef
