@@ -38,7 +38,7 @@ BASELINE_MAX = 0.05
 COVERAGE_MIN = 0.8
 SHAPES_MIN = 50
 INSTRUCTIONS_MIN = 500
-POLICIES = ("oracle", "noisy_oracle", "noop", "random", "spam", "guess")
+NOISY_RUNS = 3
 
 
 class AuditReport(BaseModel):
@@ -68,14 +68,17 @@ class AuditReport(BaseModel):
     tool_uses: dict[str, int] = Field(default_factory=dict)
 
 
-def _policies(env: Environment, seed: int) -> dict[str, Policy]:
+def _policies(env: Environment, seed: int) -> dict[str, list[Policy]]:
+    """Each policy the audit runs on every task. The noisy oracle runs NOISY_RUNS times
+    (independent slips): its success by difficulty is a graded curve, and with one run per
+    task 60 tasks a level leave a sampling error close to the 0.1 rise the check allows."""
     return {
-        "oracle": Oracle(),
-        "noisy_oracle": NoisyOracle(skill=0.8, seed=seed),
-        "noop": NoOp(),
-        "random": RandomPolicy(seed=seed),
-        "spam": SpamWrites(seed=seed, writes=write_tools(env.tools("mcp"))),
-        "guess": Guess(),
+        "oracle": [Oracle()],
+        "noisy_oracle": [NoisyOracle(skill=0.8, seed=seed + k) for k in range(NOISY_RUNS)],
+        "noop": [NoOp()],
+        "random": [RandomPolicy(seed=seed)],
+        "spam": [SpamWrites(seed=seed, writes=write_tools(env.tools("mcp")))],
+        "guess": [Guess()],
     }
 
 
@@ -156,10 +159,11 @@ def audit(
         steps[d].append(len(task.hidden.gold_plan))
         tool_uses.update(s.tool for s in task.hidden.gold_plan)
         episode = env.episode()
-        for name, policy in policies.items():
-            reward = run_episode(env, task, policy, episode).reward or 0.0
-            rewards[name].append(reward)
-            success[name][d].append(1.0 if reward >= 1.0 else 0.0)
+        for name, runs in policies.items():
+            for policy in runs:
+                reward = run_episode(env, task, policy, episode).reward or 0.0
+                rewards[name].append(reward)
+                success[name][d].append(1.0 if reward >= 1.0 else 0.0)
         episode.close()
         if progress:
             progress(1)
