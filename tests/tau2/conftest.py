@@ -20,8 +20,15 @@ def _needs_tau2_data(request: pytest.FixtureRequest) -> None:
         pytest.skip(REASON)
 
 
+def _skip_without_data() -> None:
+    """Session fixtures are set up before the function-scoped skip above, so they skip too."""
+    if REASON is not None:
+        pytest.skip(REASON)
+
+
 @pytest.fixture(scope="session")
 def tau2() -> Tau2RetailEnvironment:
+    _skip_without_data()
     env = envfactory.make("tau2-retail")
     assert isinstance(env, Tau2RetailEnvironment)
     return env
@@ -29,6 +36,7 @@ def tau2() -> Tau2RetailEnvironment:
 
 @pytest.fixture(scope="session")
 def procedural() -> DatabaseEnvironment:
+    _skip_without_data()
     env = envfactory.make("tau2-retail-procedural")
     assert isinstance(env, DatabaseEnvironment)
     return env
