@@ -29,7 +29,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from envfactory.episode.types import EpisodeStatus
-from envfactory.policies.base import PolicyFault, PolicyReply
+from envfactory.policies.base import PolicyFault, PolicyReply, call_record
 from envfactory.policies.openai import parse_completion
 from envfactory.rollout.types import TaskRef
 from envfactory.trajectory.record import CallRecord, ChatMessage, EpisodeRecord, ModelInfo, Timing
@@ -80,21 +80,7 @@ class Capture:
             self.messages += request[n:]
         else:
             context = list(request)
-        self.calls.append(
-            CallRecord(
-                index=len(self.calls),
-                n_messages=len(self.messages),
-                context=context,
-                message_index=len(self.messages),
-                prompt_ids=reply.prompt_ids,
-                output_ids=reply.output_ids,
-                output_logprobs=reply.output_logprobs,
-                finish_reason=reply.finish_reason,
-                prompt_tokens=reply.prompt_tokens,
-                completion_tokens=reply.completion_tokens,
-                latency_s=latency,
-            )
-        )
+        self.calls.append(call_record(reply, len(self.calls), len(self.messages), context, latency))
         self.messages.append(message)
 
     def record(self, finish: Finish, base_url: str) -> EpisodeRecord:

@@ -33,7 +33,7 @@ from envfactory.policies.base import PolicyReply, PolicyRequest, PolicySession, 
 from envfactory.registry import make
 from envfactory.rollout.engine import Listener, RolloutEngine
 from envfactory.rollout.executor import Lane
-from envfactory.rollout.play import EnvFault, Paused, Play, Sample
+from envfactory.rollout.play import EnvFault, Paused, Play, Sample, new_record
 from envfactory.rollout.summary import RunSummary
 from envfactory.rollout.types import EngineConfig, TaskRef, episode_id
 from envfactory.tasks.types import Task
@@ -93,16 +93,11 @@ class SeatPlay(Play):
         self.engine: MultiAgentEngine = engine
 
     def _seat_record(self, seat: str) -> EpisodeRecord:
-        public = self.task.public
-        return EpisodeRecord(
+        return new_record(
+            self.task,
+            self.sample,
+            self.policies[seat].info,
             episode_id=f"{self.sample.episode_id}@{seat}",
-            group_id=self.sample.group_id,
-            task_id=public.task_id,
-            env_id=public.env_id,
-            split=public.split,
-            difficulty=public.difficulty,
-            sample_index=self.sample.sample_index,
-            model=self.policies[seat].info,
             tools=self.world.seat_schemas(seat),
             actor=seat,
             episode=self.sample.episode_id,

@@ -14,7 +14,7 @@ from envfactory.episode.types import Message, Observation, ToolCall
 from envfactory.errors import EnvFactoryError
 from envfactory.harness.config import HarnessConfig
 from envfactory.tasks.types import Task
-from envfactory.trajectory.record import ChatMessage, ModelInfo
+from envfactory.trajectory.record import CallRecord, ChatMessage, ModelInfo
 
 RawAction = ToolCall | Message | dict[str, Any]
 """An action as the episode takes it (malformed ones become error observations)."""
@@ -76,6 +76,33 @@ class PolicyReply:
     completion_tokens: int | None = None
     policy_version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def call_record(
+    reply: PolicyReply,
+    index: int,
+    n_messages: int,
+    context: list[ChatMessage] | None,
+    latency: float,
+    attempts: int = 1,
+) -> CallRecord:
+    """The record of one model call: its reply's token data, at ``n_messages`` into the
+    transcript (``context``: what the model saw when that was not the transcript itself)."""
+    return CallRecord(
+        index=index,
+        n_messages=n_messages,
+        context=context,
+        message_index=n_messages,
+        prompt_ids=reply.prompt_ids,
+        output_ids=reply.output_ids,
+        output_logprobs=reply.output_logprobs,
+        finish_reason=reply.finish_reason,
+        policy_version=reply.policy_version,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+        latency_s=latency,
+        attempts=attempts,
+    )
 
 
 class PolicySession(Protocol):

@@ -31,11 +31,12 @@ from envfactory.policies.base import (
     PolicySession,
     RawAction,
     TransientFault,
+    call_record,
 )
 from envfactory.rollout.executor import EnvExecutor, Lane
 from envfactory.rollout.retry import backoff
 from envfactory.tasks.types import Task
-from envfactory.trajectory.record import SCORED, CallRecord, EpisodeRecord, StepRecord
+from envfactory.trajectory.record import SCORED, EpisodeRecord, ModelInfo, StepRecord
 
 if TYPE_CHECKING:
     from envfactory.rollout.engine import RolloutEngine
@@ -67,6 +68,25 @@ class Sample:
     episode_id: str
     sample_index: int
     resume: EpisodeRecord | None = None
+
+
+def new_record(
+    task: Task, sample: Sample, model: ModelInfo, episode_id: str | None = None, **fields: Any
+) -> EpisodeRecord:
+    """An empty record of one sample of ``task`` (``episode_id``: another id than the
+    sample's, e.g. one seat's; ``fields``: more of the record's fields)."""
+    public = task.public
+    return EpisodeRecord(
+        episode_id=episode_id or sample.episode_id,
+        group_id=sample.group_id,
+        task_id=public.task_id,
+        env_id=public.env_id,
+        split=public.split,
+        difficulty=public.difficulty,
+        sample_index=sample.sample_index,
+        model=model,
+        **fields,
+    )
 
 
 def _open(env: Environment, config: EpisodeConfig, task: Task) -> tuple[Episode, Observation]:
@@ -117,17 +137,7 @@ class Play:
         self.policy_s = 0.0
 
     def _fresh(self) -> EpisodeRecord:
-        public = self.task.public
-        return EpisodeRecord(
-            episode_id=self.sample.episode_id,
-            group_id=self.sample.group_id,
-            task_id=public.task_id,
-            env_id=public.env_id,
-            split=public.split,
-            difficulty=public.difficulty,
-            sample_index=self.sample.sample_index,
-            model=self.engine.model_info,
-        )
+        return new_record(self.task, self.sample, self.engine.model_info)
 
     async def _env(self, fn: Callable[[], T]) -> T:
         t0 = time.perf_counter()
@@ -322,23 +332,9 @@ class Play:
         self, reply: PolicyReply, attempts: int, latency: float, shown: list[Any] | None
     ) -> None:
         rec = self.record
-        n = len(rec.messages)
+        context = list(shown) if shown is not None else None
         rec.calls.append(
-            CallRecord(
-                index=len(rec.calls),
-                n_messages=n,
-                context=list(shown) if shown is not None else None,
-                message_index=n,
-                prompt_ids=reply.prompt_ids,
-                output_ids=reply.output_ids,
-                output_logprobs=reply.output_logprobs,
-                finish_reason=reply.finish_reason,
-                policy_version=reply.policy_version,
-                prompt_tokens=reply.prompt_tokens,
-                completion_tokens=reply.completion_tokens,
-                latency_s=latency,
-                attempts=attempts,
-            )
+            call_record(reply, len(rec.calls), len(rec.messages), context, latency, attempts)
         )
         rec.messages.append(reply.message)
 
