@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
-from envfactory.verify.verdict import RubricItem
+from envfactory.verify.verdict import RubricItem, weighted_mean
 
 E = TypeVar("E")
 Kind = Literal["score", "gate"]
@@ -153,12 +153,10 @@ class WeightedSum(_Composite[E]):
     op: str = field(default="weighted_sum", init=False)
 
     def fold(self, parts: list[Scored]) -> tuple[float, str]:
-        counted = [p for p in parts if p.weight > 0]
-        total = sum(p.weight for p in counted)
-        if not total:
+        mean = weighted_mean((p.weight, p.score) for p in parts)
+        if mean is None:
             return 0.0, "nothing weighted"
-        # Normalise each weight first: a product of a tiny weight and a score can underflow.
-        return sum(p.weight / total * p.score for p in counted), f"mean over weight {total:g}"
+        return mean, f"mean over weight {sum(p.weight for p in parts if p.weight > 0):g}"
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -40,11 +41,21 @@ class Verdict(BaseModel):
         raise KeyError(name)
 
 
+def weighted_mean(pairs: Iterable[tuple[float, float]]) -> float | None:
+    """The mean of ``(weight, score)`` pairs by weight, pairs weighing nothing left out; None
+    when nothing weighs. Each weight is divided by the total first: a tiny weight times a score
+    could underflow to zero."""
+    counted = [(w, s) for w, s in pairs if w > 0]
+    total = sum(w for w, _ in counted)
+    if not total:
+        return None
+    return sum(w / total * s for w, s in counted)
+
+
 def combine(items: list[RubricItem]) -> float:
     """Weighted mean of the score items, times every gate."""
-    scores = [i for i in items if i.kind == "score" and i.weight > 0]
-    total = sum(i.weight for i in scores)
-    reward = sum(i.weight * i.score for i in scores) / total if total else 0.0
+    mean = weighted_mean((i.weight, i.score) for i in items if i.kind == "score")
+    reward = 0.0 if mean is None else mean
     for gate in (i for i in items if i.kind == "gate"):
         reward *= gate.score
     return round(reward, 6)
