@@ -32,6 +32,9 @@ from envfactory.world.environment import DatabaseEnvironment
 
 scores = st.floats(0.0, 1.0, allow_nan=False)
 weights = st.floats(0.0, 10.0, allow_nan=False)
+# Weights a rubric author writes: zero or ordinary. Scaling a subnormal weight by c < 1 rounds it
+# to zero, so the scaling law is only asked of these (a subnormal weight has its own test).
+authored_weights = st.one_of(st.just(0.0), st.floats(1e-3, 10.0))
 
 
 def const(name: str, score: float, weight: float = 1.0, kind: str = "score") -> Criterion[None]:
@@ -51,17 +54,25 @@ def named(pairs: list[tuple[float, float]], prefix: str = "c") -> list[Criterion
     return [const(f"{prefix}{i}", s, w) for i, (s, w) in enumerate(pairs)]
 
 
-@given(leaves, st.floats(0.01, 100.0))
+@given(
+    st.lists(st.tuples(scores, authored_weights), min_size=1, max_size=6), st.floats(0.01, 100.0)
+)
 def test_weighted_sum_is_a_normalised_mean(pairs: list[tuple[float, float]], c: float) -> None:
     total = sum(w for _, w in pairs)
     got = value(WeightedSum("w", named(pairs)))
-    want = sum(s * w for s, w in pairs) / total if total else 0.0
+    want = sum(s * (w / total) for s, w in pairs) if total else 0.0
     assert got == pytest.approx(want)
     scaled = value(WeightedSum("w", named([(s, w * c) for s, w in pairs])))
     assert scaled == pytest.approx(got)  # scaling every weight changes nothing
     counted = [s for s, w in pairs if w > 0]
     if counted:
         assert min(counted) - 1e-9 <= got <= max(counted) + 1e-9
+
+
+def test_a_subnormal_weight_still_counts() -> None:
+    """score * 5e-324 underflows to 0; the mean divides the weights by their total first."""
+    assert value(WeightedSum("w", named([(0.5, 5e-324)]))) == 0.5
+    assert value(WeightedSum("w", named([(0.5, 5e-324), (1.0, 5e-324)]))) == pytest.approx(0.75)
 
 
 @given(leaves, st.randoms())
