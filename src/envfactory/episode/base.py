@@ -7,12 +7,21 @@ evaluate() -> verdict. Rollouts, servers and adapters depend on this class only.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from envfactory.episode.noise import NoiseConfig
-from envfactory.episode.types import EpisodeStatus, Observation
+from envfactory.episode.types import (
+    EpisodeStatus,
+    Message,
+    Observation,
+    ToolCall,
+    parse_action,
+)
+from envfactory.errors import EpisodeError
 from envfactory.tasks.types import Task
+from envfactory.tools.result import ToolError
 from envfactory.users.base import UserConfig
 from envfactory.verify.verdict import Verdict
 
@@ -54,3 +63,59 @@ class Episode(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release what the episode holds (connections, sandboxes)."""
+
+
+ENDED = "The conversation has ended."
+
+
+def error_observation(err: ToolError, done: bool = False) -> Observation:
+    """The observation of a refused or failed action."""
+    return Observation(
+        kind="tool_error", content=f"Error ({err.code}): {err.message}", error=err, done=done
+    )
+
+
+def unknown_tool(name: str, tools: Iterable[str]) -> ToolError:
+    return ToolError(
+        code="unknown_tool",
+        message=f"there is no tool {name[:60]!r}; tools are: {', '.join(tools)}",
+    )
+
+
+class ToolEpisode(Episode):
+    """A single-agent episode whose actions are tool calls and messages: the step loop (the
+    episode-over refusal, malformed actions, the turn limit) over two hooks."""
+
+    config: EpisodeConfig
+
+    def step(self, action: Any) -> Observation:
+        """Apply one action. Malformed actions become error observations, never exceptions."""
+        if self.task is None:
+            raise EpisodeError("call reset(task) before step()")
+        if self.done:
+            err = ToolError(code="episode_over", message="the episode is over; reset to play again")
+            return error_observation(err, done=True)
+        parsed = parse_action(action)
+        self.steps += 1
+        if isinstance(parsed, ToolError):
+            obs = error_observation(parsed)
+        elif isinstance(parsed, Message):
+            obs = self._message(parsed)
+        else:
+            obs = self._call(parsed)
+        if not self.done and self.steps >= self.config.max_steps:
+            self.done, self.status = True, "truncated"
+            obs = obs.model_copy(update={"done": True})
+        return obs
+
+    @abstractmethod
+    def _message(self, msg: Message) -> Observation:
+        """Answer a message to the user (``final`` ends the episode)."""
+
+    @abstractmethod
+    def _call(self, call: ToolCall) -> Observation:
+        """Run a well-formed tool call."""
+
+    def _end(self) -> Observation:
+        self.done, self.status = True, "completed"
+        return Observation(kind="end", content=ENDED, done=True)

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from envfactory.episode.base import Episode, EpisodeConfig
+from envfactory.episode.base import EpisodeConfig, ToolEpisode, error_observation, unknown_tool
 from envfactory.episode.noise import fault
-from envfactory.episode.types import (
-    CallRecord,
-    EpisodeStatus,
-    Message,
-    Observation,
-    ToolCall,
-    parse_action,
-)
+from envfactory.episode.types import CallRecord, EpisodeStatus, Message, Observation, ToolCall
 from envfactory.errors import EpisodeError
 from envfactory.tasks.types import Task
 from envfactory.tools.params import parse_arguments
@@ -28,10 +21,8 @@ from envfactory.world.state import RowChange, hex_hash
 if TYPE_CHECKING:
     from envfactory.world.environment import DatabaseEnvironment
 
-ENDED = "The conversation has ended."
 
-
-class DatabaseEpisode(Episode):
+class DatabaseEpisode(ToolEpisode):
     """One live episode over its own copy of the world's state."""
 
     def __init__(self, env: DatabaseEnvironment, config: EpisodeConfig | None = None) -> None:
@@ -84,36 +75,10 @@ class DatabaseEpisode(Episode):
 
     # -- acting ------------------------------------------------------------------------------
 
-    def step(self, action: Any) -> Observation:
-        """Apply one action. Malformed actions become error observations, never exceptions."""
-        if self.task is None:
-            raise EpisodeError("call reset(task) before step()")
-        if self.done:
-            err = ToolError(code="episode_over", message="the episode is over; reset to play again")
-            return self._error(err, done=True)
-        parsed = parse_action(action)
-        self.steps += 1
-        if isinstance(parsed, ToolError):
-            obs = self._error(parsed)
-        elif isinstance(parsed, Message):
-            obs = self._message(parsed)
-        else:
-            obs = self._call(parsed)
-        if not self.done and self.steps >= self.config.max_steps:
-            self.done, self.status = True, "truncated"
-            obs = obs.model_copy(update={"done": True})
-        return obs
-
-    def _error(self, err: ToolError, done: bool = False) -> Observation:
-        return Observation(
-            kind="tool_error", content=f"Error ({err.code}): {err.message}", error=err, done=done
-        )
-
     def _message(self, msg: Message) -> Observation:
         if msg.final:
             self.reply = msg.content
-            self.done, self.status = True, "completed"
-            return Observation(kind="end", content=ENDED, done=True)
+            return self._end()
         assert self.task is not None and self.user is not None
         hidden = self.task.hidden
         situation = Situation(
@@ -136,23 +101,18 @@ class DatabaseEpisode(Episode):
     def _call(self, call: ToolCall) -> Observation:
         tool = self.env.world.tools.get(call.tool)
         if tool is None:
-            err = ToolError(
-                code="unknown_tool",
-                message=f"there is no tool {call.tool[:60]!r}; "
-                f"tools are: {', '.join(self.env.world.tools)}",
-            )
-            return self._error(err)
+            return error_observation(unknown_tool(call.tool, self.env.world.tools))
         assert self.task is not None
         injected = fault(self.config.noise, self.task.task_id, self.tool_calls, call.tool)
         self.tool_calls += 1
         if injected is not None:
-            return self._error(injected)
+            return error_observation(injected)
         try:
             result = tool(self.store, call.arguments)
         except Exception as exc:  # a bug in a tool: the episode is not the agent's to lose
             self.done, self.status = True, "env_error"
             err = ToolError(code="tool_failed", message=f"internal error: {type(exc).__name__}")
-            return self._error(err, done=True)
+            return error_observation(err, done=True)
         try:
             args = parse_arguments(call.arguments)
         except ToolFailure:
@@ -167,7 +127,7 @@ class DatabaseEpisode(Episode):
             )
         )
         if result.error is not None:
-            return self._error(result.error)
+            return error_observation(result.error)
         return Observation(
             kind="tool_result",
             content=json.dumps(result.data, default=str, separators=(",", ":")),

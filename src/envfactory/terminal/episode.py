@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from envfactory.episode.base import Episode, EpisodeConfig
-from envfactory.episode.types import EpisodeStatus, Message, Observation, ToolCall, parse_action
+from envfactory.episode.base import EpisodeConfig, ToolEpisode, error_observation, unknown_tool
+from envfactory.episode.types import EpisodeStatus, Message, Observation, ToolCall
 from envfactory.errors import EpisodeError
 from envfactory.tasks.types import Task
 from envfactory.terminal import fs
@@ -26,11 +26,10 @@ from envfactory.verify.verdict import RubricItem, Verdict, combine
 if TYPE_CHECKING:
     from envfactory.terminal.environment import TerminalEnvironment
 
-ENDED = "The conversation has ended."
 NOTHING_TO_ADD = "I have nothing to add. Please go ahead with my request."
 
 
-class TerminalEpisode(Episode):
+class TerminalEpisode(ToolEpisode):
     """One live episode over its own sandboxed working directory."""
 
     def __init__(self, env: TerminalEnvironment, config: EpisodeConfig | None = None) -> None:
@@ -76,38 +75,13 @@ class TerminalEpisode(Episode):
 
     # -- acting ------------------------------------------------------------------------------
 
-    def step(self, action: Any) -> Observation:
-        """Apply one action; malformed ones come back as errors, never as exceptions."""
-        if self.task is None:
-            raise EpisodeError("call reset(task) before step()")
-        if self.done:
-            err = ToolError(code="episode_over", message="the episode is over; reset to play again")
-            return _error(err, done=True)
-        parsed = parse_action(action)
-        self.steps += 1
-        if isinstance(parsed, ToolError):
-            obs = _error(parsed)
-        elif isinstance(parsed, Message):
-            if parsed.final:
-                self.done, self.status = True, "completed"
-                obs = Observation(kind="end", content=ENDED, done=True)
-            else:
-                obs = Observation(kind="user", content=NOTHING_TO_ADD)
-        else:
-            obs = self._call(parsed)
-        if not self.done and self.steps >= self.config.max_steps:
-            self.done, self.status = True, "truncated"
-            obs = obs.model_copy(update={"done": True})
-        return obs
+    def _message(self, msg: Message) -> Observation:
+        return self._end() if msg.final else Observation(kind="user", content=NOTHING_TO_ADD)
 
     def _call(self, call: ToolCall) -> Observation:
         spec = TOOLS.get(call.tool)
         if spec is None:
-            err = ToolError(
-                code="unknown_tool",
-                message=f"there is no tool {call.tool[:60]!r}; tools are: {', '.join(TOOLS)}",
-            )
-            return _error(err)
+            return error_observation(unknown_tool(call.tool, TOOLS))
         assert self.sandbox is not None
         try:
             args = validate(call.tool, spec[1], call.arguments)
@@ -127,7 +101,7 @@ class TerminalEpisode(Episode):
             )
         except ToolFailure as exc:
             err = ToolError(code=exc.code, message=exc.message, tool=call.tool, field=exc.field)
-            return _error(err)
+            return error_observation(err)
         except (SandboxError, OSError) as exc:
             return self._infra(f"the sandbox failed: {exc}")
 
@@ -150,7 +124,7 @@ class TerminalEpisode(Episode):
         self.over_quota = True
         self.done, self.status = True, "truncated"
         why = f"the working directory is over its {self.env.limits.disk_mb} MB quota"
-        return _error(ToolError(code="rule_violation", message=why), done=True)
+        return error_observation(ToolError(code="rule_violation", message=why), done=True)
 
     # -- judging -----------------------------------------------------------------------------
 
@@ -201,12 +175,6 @@ class TerminalEpisode(Episode):
             copy = {**tree, **fs.tree_of([fs.file(p, t) for p, t in files.items()])}
             fs.materialize(copy, box.path, box.owner)
             return box.run(command)
-
-
-def _error(err: ToolError, done: bool = False) -> Observation:
-    return Observation(
-        kind="tool_error", content=f"Error ({err.code}): {err.message}", error=err, done=done
-    )
 
 
 def _shown(r: RunResult) -> str:
