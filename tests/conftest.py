@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import os
-
+import properties  # noqa: F401  (loads the hypothesis profile for the whole suite)
 import pytest
-from hypothesis import settings
 
 import envfactory
 from envfactory.world.environment import DatabaseEnvironment as Environment
-
-# Property tests are derandomised by default, so a run of the suite (and CI) is reproducible;
-# `HYPOTHESIS_PROFILE=hunt make pytest` explores thousands of fresh cases per property instead.
-settings.register_profile("repeatable", derandomize=True)
-settings.register_profile("hunt", max_examples=3000, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 DB_ENVS = [e for e in envfactory.list_envs() if envfactory.make(e).kind == "db"]
 

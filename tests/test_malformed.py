@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from properties import budget
 
 from envfactory.episode.types import ToolCall
 from envfactory.world.environment import DatabaseEnvironment as Environment
@@ -32,9 +33,7 @@ nasty_strings = st.sampled_from(
 )
 
 
-@settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@budget(300, fixtures=True)
 @given(
     tool=st.one_of(
         st.text(max_size=30),
@@ -58,9 +57,7 @@ def test_fuzzed_tool_calls_never_raise(retail: Environment, tool: str, args: Any
     ep.close()
 
 
-@settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@budget(200, fixtures=True)
 @given(raw=st.one_of(json_values, st.binary(max_size=64), nasty_strings))
 def test_fuzzed_raw_actions_never_raise(retail: Environment, raw: Any) -> None:
     ep = retail.episode()

@@ -7,8 +7,9 @@ import sqlite3
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from properties import budget
 
 from envfactory.world.environment import DatabaseEnvironment as Environment
 from envfactory.world.state import hash_rows, hex_hash
@@ -84,9 +85,7 @@ def test_transactions_roll_back_rows_and_tracking(retail: Environment) -> None:
     assert store.touched == {}
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@budget(40, fixtures=True)
 @given(
     ops=st.lists(
         st.tuples(st.sampled_from(["update", "insert", "delete"]), st.integers(1, 200)),
@@ -120,9 +119,7 @@ _WRITE = st.tuples(
 )
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@budget(60, fixtures=True)
 @given(ops=st.lists(st.one_of(_WRITE, st.just(("reset", 1))), max_size=30))
 def test_cached_hash_and_reads_follow_every_write(
     retail: Environment, ops: list[tuple[str, int]]

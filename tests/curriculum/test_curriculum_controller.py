@@ -6,8 +6,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from properties import budget
 
 from envfactory.curriculum import (
     Curriculum,
@@ -161,7 +162,7 @@ def test_changed_levels_keep_the_frontier() -> None:
 @given(
     st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(1, 5), st.booleans()), max_size=120)
 )
-@settings(max_examples=40, deadline=None)
+@budget(40)
 def test_replaying_the_log_rebuilds_the_state(log: list[tuple[str, int, bool]]) -> None:
     """The persisted outcomes alone determine the frontiers: replayed in order through a fresh
     controller they give the same state, so nothing the controller holds is lost on restart."""

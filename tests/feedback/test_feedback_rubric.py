@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from properties import budget
 from pydantic import ValidationError
 
 from envfactory.domain.loader import builtin_domain_files, parse_domain
@@ -121,7 +122,7 @@ def test_gate_passes_the_body_or_zeroes_it(body: float, gates: list[bool]) -> No
 
 
 @given(st.lists(st.tuples(scores, weights, st.sampled_from(["score", "gate"])), max_size=8))
-@settings(max_examples=200)
+@budget(200)
 def test_flat_shape_is_what_combine_computes(items: list[tuple[float, float, str]]) -> None:
     """The verdict's classic reading of a flat item list holds for the default shape."""
     crit = [

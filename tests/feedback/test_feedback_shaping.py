@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from properties import budget
 
 from envfactory.credit import CreditConfig, assign, progress, replay_potentials, shaped
 from envfactory.episode.types import ToolCall
@@ -61,9 +62,7 @@ detours = st.lists(
 
 
 @given(detours=detours)
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@budget(25, fixtures=True)
 def test_any_path_to_the_goal_earns_the_same(
     retail: Environment, detours: list[tuple[str, str, bool]]
 ) -> None:

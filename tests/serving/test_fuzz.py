@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import schemathesis
 from hypothesis import HealthCheck, settings
+from properties import budget
 from schemathesis.checks import (
     content_type_conformance,
     not_a_server_error,
@@ -25,10 +26,6 @@ CHECKS = [
 
 
 @schema.parametrize()
-@settings(
-    max_examples=25,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-)
+@settings(budget(25), suppress_health_check=list(HealthCheck))
 def test_api(case: schemathesis.Case) -> None:
     case.call_and_validate(checks=CHECKS)

@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from properties import budget
 
 from envfactory.peers.tau2.data import load, missing_reason
 from envfactory.peers.tau2.environment import Tau2RetailEnvironment
@@ -240,9 +241,7 @@ def _name_zip(db: dict[str, Any], user_id: str, suffix: str) -> dict[str, str]:
     }
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@budget(60, fixtures=True)
 @given(calls=st.deferred(_calls))
 def test_random_calls_agree(
     tau2: Tau2RetailEnvironment, base: dict[str, Any], calls: list[Call]
