@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envfactory.episode.types import Message, ToolCall
 from envfactory.tasks.types import TargetChange, Task
-from envfactory.verify.verifier import match_state
+from envfactory.verify.matching import match_state
 from envfactory.world.environment import DatabaseEnvironment as Environment
 
 
@@ -94,6 +94,21 @@ def test_inserted_rows_match_in_any_order(retail: Environment) -> None:
     matched, missing, collateral = match_state(target, second.changes())
     assert matched == len(target) == 6
     assert not missing and not collateral
+
+
+def test_reorders_with_products_swapped_between_customers_fail(retail: Environment) -> None:
+    """Found by a hypothesis hunt: the noisy oracle reordered shoes for one customer and trail
+    mix for the other, the other way round from the task. Every new row had a twin in the target
+    (an order per customer, an item per product) and the match once said 6 of 6."""
+    task = retail.task("validation", 4, 35)
+    gold = _gold(task)
+    orders = [i for i, (tool, _) in enumerate(gold) if tool == "place_order"]
+    assert len(orders) == 2
+    first, second = (gold[i][1] for i in orders)
+    first["product_id"], second["product_id"] = second["product_id"], first["product_id"]
+    v = _play(retail, task, gold, "Done.")
+    assert v.item("state").score < 1.0 and v.reward == 0.0
+    assert _play(retail, task, _gold(task), "Done.").reward == 1.0
 
 
 def test_write_spam_fails(retail: Environment) -> None:

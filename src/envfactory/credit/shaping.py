@@ -18,7 +18,7 @@ from envfactory.episode.db import DatabaseEpisode
 from envfactory.rollout.types import TaskRef
 from envfactory.tasks.types import TargetChange
 from envfactory.trajectory.record import EpisodeRecord
-from envfactory.verify.verifier import match_state
+from envfactory.verify.matching import match_state
 from envfactory.world.state import RowChange
 
 

@@ -1,81 +1,24 @@
 """The verifier: compare the episode's final state and reply with the task's target.
 
-Required changes present (row for row; inserted rows matched by content, since their ids depend
-on call order), nothing else changed, rules respected, answers given, and writes within a
-budget. Cost scales with the rows the episode touched, not with the database.
+Required changes present (row for row, ``verify.matching``), nothing else changed, rules
+respected, answers given, and writes within a budget. Cost scales with the rows the episode
+touched, not with the database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from envfactory.domain.expr import Expr, ExprError, compile_expr
 from envfactory.domain.spec import RuleSpec
 from envfactory.episode.types import CallRecord, EpisodeStatus
-from envfactory.tasks.types import HiddenTask, TargetChange
+from envfactory.tasks.types import HiddenTask
 from envfactory.verify.answers import grade
 from envfactory.verify.criteria import DEFAULT_RUBRIC, Evidence
+from envfactory.verify.matching import match_state
 from envfactory.verify.rubric import Rubric
 from envfactory.verify.verdict import RubricItem, Verdict
 from envfactory.world.state import RowChange
-
-_NEW = "<new row>"
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) or isinstance(b, float):
-        try:
-            return abs(float(a) - float(b)) <= 1e-6
-        except (TypeError, ValueError):
-            return False
-    return bool(a == b)
-
-
-def _same_row(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-
-
-def _content(row: dict[str, Any], new_ids: set[str]) -> dict[str, Any]:
-    return {k: (_NEW if v in new_ids else v) for k, v in row.items() if k != "id"}
-
-
-def match_state(
-    target: Sequence[TargetChange], changes: Sequence[RowChange]
-) -> tuple[int, list[str], list[str]]:
-    """(target changes matched, the ones missing or wrong, collateral changes)."""
-    made = {(c.table, c.key): c for c in changes}
-    agent_inserts = [c for c in changes if c.before is None]
-    new_ids = {c.key for c in agent_inserts} | {t.id for t in target if t.before is None}
-    used: set[tuple[str, str]] = set()
-    matched, missing = 0, []
-    for t in target:
-        if t.before is not None:
-            c = made.get((t.table, t.id))
-            final = c.after if c is not None else t.before
-            used.add((t.table, t.id))
-            if _same_row(final, t.after):
-                matched += 1
-            else:
-                missing.append(f"{t.table} {t.id} is not as required")
-            continue
-        want = _content(t.after or {}, new_ids)
-        for c in agent_inserts:
-            key = (c.table, c.key)
-            if (
-                c.table == t.table
-                and key not in used
-                and _same_row(_content(c.after or {}, new_ids), want)
-            ):
-                used.add(key)
-                matched += 1
-                break
-        else:
-            missing.append(f"a required new {t.table} row is missing")
-    collateral = [f"{c.op} of {c.table} {c.key}" for c in changes if (c.table, c.key) not in used]
-    return matched, missing, collateral
 
 
 def goal_met(task: HiddenTask, changes: Sequence[RowChange], reply: str | None) -> bool:

@@ -14,8 +14,8 @@ from envfactory.episode.db import DatabaseEpisode
 from envfactory.episode.types import Message, Observation
 from envfactory.peers.tau2.reward import action_check, communicate_check
 from envfactory.tasks.types import Task
+from envfactory.verify.matching import match_state
 from envfactory.verify.verdict import RubricItem, Verdict, combine
-from envfactory.verify.verifier import match_state
 
 if TYPE_CHECKING:
     from envfactory.peers.tau2.environment import Tau2RetailEnvironment
