@@ -169,12 +169,10 @@ def audit(
             progress(1)
     difficulties = env.difficulties
     top = difficulties[-1]
-    top_tasks = [env.task("train", top, i) for i in range(_room(env, top, k))]
-    spread = [
-        env.task("train", d, i)
-        for i, d in ((i, difficulties[i % len(difficulties)]) for i in range(k))
-        if i < _room(env, d, k)
-    ]
+    room = {d: _room(env, d, k) for d in difficulties}
+    top_tasks = [env.task("train", top, i) for i in range(room[top])]
+    cycle = [(i, difficulties[i % len(difficulties)]) for i in range(k)]
+    spread = [env.task("train", d, i) for i, d in cycle if i < room[d]]
     for t in top_tasks:
         tool_uses.update(s.tool for s in t.hidden.gold_plan)
     if progress:

@@ -212,13 +212,13 @@ class Store:
     def _writing(self, table: str, key: Any) -> None:
         """Forget what is cached about a row about to be written (before the write: a write
         that fails half-way may still have changed it)."""
+        if type(key) is not str:  # SQLite may match it to a string id: forget every row
+            self._forget()
+            return
         self._dirty = True
         self._hash = None
-        if type(key) is str:
-            self._now.pop((table, key), None)
-            self._now_digests.pop((table, key), None)
-        else:  # SQLite may match it to a string id: forget every row
-            self._forget()
+        self._now.pop((table, key), None)
+        self._now_digests.pop((table, key), None)
 
     def _forget(self) -> None:
         self._dirty = True
