@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from envfactory.tools.result import ToolError
+from envfactory.tools.values import MAX_CHARS, load_json, text_problem
 
 EpisodeStatus = Literal["completed", "truncated", "timeout", "env_error", "infra_error"]
 STATUSES: tuple[EpisodeStatus, ...] = (
@@ -48,26 +48,48 @@ _ACTION: TypeAdapter[ToolCall | Message] = TypeAdapter(Action)
 
 
 def parse_action(raw: Any) -> ToolCall | Message | ToolError:
-    """An action from an object, a dict or JSON text; a :class:`ToolError` when malformed."""
-    if isinstance(raw, (ToolCall, Message)):
-        return raw
+    """An action from an object, a dict or JSON text; a :class:`ToolError` when malformed.
+
+    Its text (tool name, actor, call id, message content) must be text an agent may send
+    (:func:`~envfactory.tools.values.text_problem`); argument values are the tools' to check.
+    """
     if isinstance(raw, (str, bytes)):
         try:
-            raw = json.loads(raw)
-        except (ValueError, RecursionError):
+            raw = load_json(raw)
+        except ValueError:
             return ToolError(code="malformed_action", message="the action is not valid JSON")
-    if not isinstance(raw, dict):
+    if isinstance(raw, dict):
+        try:
+            raw = _ACTION.validate_python(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "action"
+            return ToolError(code="malformed_action", message=f"{where}: {first.get('msg')}")
+    if not isinstance(raw, (ToolCall, Message)):
         return ToolError(
             code="malformed_action",
             message="an action is an object with type 'tool_call' (tool, arguments) "
             "or 'message' (content, final)",
         )
-    try:
-        return _ACTION.validate_python(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "action"
-        return ToolError(code="malformed_action", message=f"{where}: {first.get('msg')}")
+    return _text_problem(raw) or raw
+
+
+def _text_problem(action: ToolCall | Message) -> ToolError | None:
+    """A malformed-action error when a text field of ``action`` is not text an agent may send."""
+    fields = (
+        {"tool": action.tool, "actor": action.actor, "call_id": action.call_id or ""}
+        if isinstance(action, ToolCall)
+        else {"content": action.content, "actor": action.actor}
+    )
+    for name, text in fields.items():
+        if not isinstance(text, str):
+            return ToolError(code="malformed_action", message=f"{name}: must be a string")
+        problem = text_problem(text)
+        if problem is None and len(text) > MAX_CHARS:
+            problem = f"is longer than {MAX_CHARS} characters"
+        if problem:
+            return ToolError(code="malformed_action", message=f"{name}: {problem}", field=name)
+    return None
 
 
 ObservationKind = Literal["task", "tool_result", "tool_error", "user", "end"]

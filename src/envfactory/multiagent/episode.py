@@ -30,6 +30,7 @@ from envfactory.errors import EpisodeError
 from envfactory.multiagent.tools import SeatTool
 from envfactory.tasks.types import Task
 from envfactory.tools.result import ToolError, ToolFailure
+from envfactory.tools.values import text_problem
 from envfactory.verify.verdict import RubricItem, Verdict
 
 if TYPE_CHECKING:
@@ -207,7 +208,7 @@ class MultiAgentEpisode(Episode):
             err = ToolError(code="episode_over", message="the episode is over; reset to play again")
             return self._error(seat, err)
         self.steps += 1
-        self.played.append({"seat": seat, "action": _dump(action)})
+        self.played.append({"seat": seat, "action": _dump(action, parsed)})
         mark = len(self.events)
         if isinstance(parsed, ToolError):
             obs = self._error(seat, parsed, count=True)
@@ -239,8 +240,9 @@ class MultiAgentEpisode(Episode):
     def _claimed(self, raw: Any) -> str:
         """The seat a malformed action was meant for: its ``actor`` field, or the only seat
         whose turn it is."""
-        if isinstance(raw, dict) and isinstance(raw.get("actor"), str):
-            return str(raw["actor"])
+        claimed = raw.get("actor") if isinstance(raw, dict) else None
+        if isinstance(claimed, str) and len(claimed) <= 200 and text_problem(claimed) is None:
+            return claimed
         actors = self.current_actors()
         return actors[0] if len(actors) == 1 else "agent"
 
@@ -387,7 +389,9 @@ class MultiAgentEpisode(Episode):
         return problems
 
 
-def _dump(action: Any) -> Any:
-    if isinstance(action, (ToolCall, Message)):
-        return action.model_dump(mode="json", exclude_none=True)
-    return action
+def _dump(raw: Any, parsed: Action | ToolError) -> Any:
+    """What to keep of an action for the replay: the parsed action as a dict (the raw action
+    when it did not parse). Python values, not JSON: they are the agent's, not yet checked."""
+    if isinstance(parsed, ToolError):
+        return raw
+    return parsed.model_dump(exclude_none=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 from envfactory.domain.spec import ParamSpec
 from envfactory.tools.result import ToolFailure
+from envfactory.tools.values import MAX_CHARS, load_json, number_problem, value_problem
 
 _JSON_TYPES = {
     "string": "string",
@@ -17,7 +18,8 @@ _JSON_TYPES = {
     "boolean": "boolean",
     "array": "array",
 }
-MAX_ARGUMENT_BYTES = 20_000
+MAX_ARGUMENT_CHARS = MAX_CHARS  # of arguments sent as JSON text
+_A_NUMBER = {"integer": "an integer", "number": "a number"}
 
 
 def json_schema(params: Mapping[str, ParamSpec]) -> dict[str, Any]:
@@ -82,12 +84,16 @@ def _check_one(name: str, p: ParamSpec, v: Any) -> str | None:
                 dt.date.fromisoformat(v)
             except ValueError:
                 return f"{name!r} must be a date as YYYY-MM-DD, got {_show(v)}"
-    elif p.type == "integer":
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+    elif p.type in ("integer", "number"):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return f"{name!r} must be {_A_NUMBER[p.type]}, got {_show(v)}"
+        if p.type == "integer" and isinstance(v, float) and v.is_integer():
+            v = int(v)  # 3.0 is the integer 3 (and 1e300 is out of range)
+        if p.type == "integer" and not isinstance(v, int):
             return f"{name!r} must be an integer, got {_show(v)}"
-    elif p.type == "number":
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
-            return f"{name!r} must be a number, got {_show(v)}"
+        problem = number_problem(v)
+        if problem:
+            return f"{name!r} {problem}"
     elif p.type == "boolean" and not isinstance(v, bool):
         return f"{name!r} must be true or false, got {_show(v)}"
     if p.enum is not None and v not in p.enum:
@@ -100,18 +106,23 @@ def _check_one(name: str, p: ParamSpec, v: Any) -> str | None:
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
-    """Arguments as a dict, from a dict or a JSON object text."""
+    """Arguments as a dict, from a dict or a JSON object text, every value one an agent may
+    send (:mod:`envfactory.tools.values`); raises :class:`ToolFailure` naming the first bad
+    argument."""
     if isinstance(raw, str):
-        if len(raw) > MAX_ARGUMENT_BYTES:
+        if len(raw) > MAX_ARGUMENT_CHARS:
             raise ToolFailure("invalid_arguments", "arguments are too large")
         try:
-            raw = json.loads(raw) if raw.strip() else {}
-        except (ValueError, RecursionError):
+            raw = load_json(raw) if raw.strip() else {}
+        except ValueError:
             raise ToolFailure("invalid_arguments", "arguments are not valid JSON") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
         raise ToolFailure("invalid_arguments", "arguments must be a JSON object")
+    bad = value_problem(raw)
+    if bad is not None:
+        raise ToolFailure("invalid_arguments", f"{bad.where} {bad.problem}", field=bad.field)
     return raw
 
 
