@@ -115,6 +115,11 @@ class EntitySpec(_Spec):
     per: PerSpec | None = None
     fields: dict[str, FieldSpec]
     refs: list[RefSpec] = Field(default_factory=list)
+    owner: str | None = Field(
+        None,
+        description="a ref field naming the row this one belongs to (an order's customer): a "
+        "row is in the split of its owner, so one task's rows share a split",
+    )
 
     @model_validator(mode="after")
     def _sized(self) -> EntitySpec:
@@ -122,6 +127,10 @@ class EntitySpec(_Spec):
             raise ValueError("give exactly one of `count` and `per`")
         if "id" in self.fields:
             raise ValueError("`id` is implicit (id_prefix + number)")
+        if self.owner is not None and (
+            self.owner not in self.fields or self.fields[self.owner].ref is None
+        ):
+            raise ValueError(f"`owner` {self.owner!r} is not a ref field")
         return self
 
 

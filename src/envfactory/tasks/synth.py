@@ -22,7 +22,7 @@ from envfactory.domain.expr import Expr, ExprError, Template, Value, compile_exp
 from envfactory.domain.spec import BindSpec, EffectSpec, GoalSpec, LevelSpec, RowsSpec
 from envfactory.errors import DomainError, SynthesisError
 from envfactory.tasks.refs import Call, References
-from envfactory.tasks.seeds import SPLIT_SHARES, split_of, stable_hash, task_seed
+from envfactory.tasks.seeds import SPLIT_SHARES, Ownership, stable_hash, task_seed
 from envfactory.tasks.types import (
     Ask,
     HiddenTask,
@@ -218,6 +218,8 @@ class TaskFactory:
         self.spec = world.spec
         self.goals = [_Goal(g, world) for g in self.spec.goals]
         self.refs = References(self.spec, world.base)
+        owners = {n: e.owner for n, e in self.spec.entities.items() if e.owner is not None}
+        self.ownership = Ownership(env_id, world.base, owners)
         self.store: Store = world.new_store()  # scratch state gold plans run on
         self.base_store: Store = world.new_store()  # never written: bindings read the start
         self.fake = Faker("en_US")
@@ -252,13 +254,37 @@ class TaskFactory:
                     where = goal.anchor_where
                     if where is not None and not where({"row": row, "today": self.world.today}):
                         continue
-                    self._bind(goal, row, random.Random(0))
+                    scope = self._bind(goal, row, random.Random(0))
                 except (_Reject, ExprError):
                     continue
-                by_split[split_of(self.env_id, entity, row["id"])].append(row["id"])
+                split = self.ownership.split(entity, row["id"])
+                if self._stays_in(goal, scope, split):
+                    by_split[split].append(row["id"])
             out[gi] = by_split
         self._viable = out
         return out
+
+    def _stays_in(self, goal: _Goal, scope: dict[str, Any], split: Split) -> bool:
+        """Whether the goal's plan, run on one draw of its bindings, succeeds and changes only
+        rows of ``split`` (a task that draws otherwise is rejected when it is made)."""
+        if not any(self.world.tools[s.tool].kind == "write" for s in goal.plan):
+            return True
+        store = self.store
+        store.reset()
+        try:
+            for write in goal.setup:
+                write.apply(store, scope)
+            store.mark_start(sorted(set(store.journal)))
+            for step in goal.plan:
+                for tool, args in step.calls(scope):
+                    if not self.world.tools[tool](store, args).ok:
+                        return False
+            self._held_out(set(store.journal), split)
+        except (_Reject, ExprError):
+            return False
+        finally:
+            store.reset()
+        return True
 
     def _pool(self, split: str, difficulty: int) -> list[tuple[int, str]]:
         """Candidate (goal, anchor) pairs of one cell in a fixed pseudo-random order that
@@ -383,9 +409,12 @@ class TaskFactory:
 
     # -- making tasks ------------------------------------------------------------------------
 
-    def _execute(self, inst: _Instance, claimed: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    def _execute(
+        self, inst: _Instance, claimed: set[tuple[str, str]], split: Split
+    ) -> set[tuple[str, str]]:
         """Run one instance's steps on the scratch state; the rows it claims: those it wrote
-        and those it is about (so a sibling sub-goal cannot change what it reads)."""
+        and those it is about (so a sibling sub-goal cannot change what it reads). Its
+        changes must belong to ``split`` (see :meth:`_held_out`)."""
         store = self.store
         mark = len(store.journal)
         for write in inst.goal.setup:
@@ -410,7 +439,32 @@ class TaskFactory:
             store.raw(t, k) == store.start_value(t, k) for t, k in written
         ):
             raise _Reject("changes nothing")
+        self._held_out(written, split)
         return claims
+
+    def _held_out(self, written: set[tuple[str, str]], split: Split) -> None:
+        """Reject changes a task of another split could make too. Every existing row changed,
+        and every existing row a new row points at, must belong to ``split``; and a sub-goal
+        that changes something must change such a row (a new row pointing at nothing could be
+        any split's). So no other split's target holds this change, and no test task's work is
+        all done by train tasks."""
+        store = self.store
+        owned = changed = False
+        for table, key in written:
+            before, after = store.start_value(table, key), store.raw(table, key)
+            if before == after:
+                continue
+            changed = True
+            if before is not None:
+                rows = [(table, key)]
+            else:
+                assert after is not None
+                rows = self.ownership.pointed_at(table, after)
+            if any(self.ownership.split(t, k) != split for t, k in rows):
+                raise _Reject("changes rows of another split")
+            owned = owned or bool(rows)
+        if changed and not owned:
+            raise _Reject("changes only rows that belong to no split")
 
     def make(self, split: Split, difficulty: int, index: int) -> Task:
         """The task at (split, difficulty, index): a pure function of those and the world."""
@@ -434,7 +488,7 @@ class TaskFactory:
             try:
                 inst = self._instance(self.goals[gi], anchor_id, level, rng, chosen)
                 with self.store.transaction():
-                    claimed |= self._execute(inst, claimed)
+                    claimed |= self._execute(inst, claimed, split)
             except (_Reject, ExprError):
                 continue
             chosen.append(inst)

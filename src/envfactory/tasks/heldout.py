@@ -1,0 +1,150 @@
+"""How much of a held-out split's work the train split already does.
+
+A row change is compared canonically, as the verifier compares states (``verify/matching.py``):
+an update by its table, row id and the after-values of the fields it changes; a delete by its
+table and row id; an insert by its table and its content, with every id of a row the same task
+inserts replaced by one placeholder (new ids depend on call order). The placeholder makes two
+inserts equal that the verifier might tell apart, so the measure can only over-count overlap.
+
+For each held-out task with a non-empty target the report counts whether its target is the
+target of some train task (replaying that train plan would solve it), and whether every one of
+its row changes is made by some train task (train plans would cover all its work). Tasks that
+only ask questions change nothing and are left out of both counts.
+
+``python -m envfactory.tasks.heldout retail banking tests/openapi/specs/shop-swagger2.json``
+prints the numbers (500 tasks per split and difficulty; an OpenAPI document is compiled first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import envfactory
+from envfactory.env import Environment
+from envfactory.errors import SynthesisError
+from envfactory.tasks.types import Split, TargetChange, Task
+
+ChangeKey = tuple[str, str | None, str]
+NEW_ROW = "<new row>"
+
+
+def change_keys(target: Sequence[TargetChange]) -> frozenset[ChangeKey]:
+    """A target's row changes in canonical form: (table, row id or None for an insert, what)."""
+    new = {t.id for t in target if t.before is None}
+
+    def canon(values: dict[str, object]) -> str:
+        named = {k: NEW_ROW if isinstance(v, str) and v in new else v for k, v in values.items()}
+        return json.dumps(named, sort_keys=True, default=str)
+
+    keys: set[ChangeKey] = set()
+    for t in target:
+        if t.before is None:
+            assert t.after is not None
+            keys.add((t.table, None, canon({k: v for k, v in t.after.items() if k != "id"})))
+        elif t.after is None:
+            keys.add((t.table, t.id, "deleted"))
+        else:
+            before = t.before
+            keys.add(
+                (t.table, t.id, canon({k: v for k, v in t.after.items() if before.get(k) != v}))
+            )
+    return frozenset(keys)
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """One held-out split against train: how many of its tasks train material solves."""
+
+    split: str
+    tasks: int  # held-out tasks generated
+    changing: int  # of those, tasks whose target changes a row
+    same_target: int  # targets equal to a train task's target
+    covered: int  # targets whose every row change some train target makes
+
+    def line(self) -> str:
+        return (
+            f"{self.split:10} tasks {self.tasks:5}  with changes {self.changing:5}  "
+            f"same target as train {self.same_target:4}  all changes in train {self.covered:4}"
+        )
+
+
+def compare(train: Iterable[Task], held: Iterable[Task], split: str) -> Overlap:
+    """Count the held-out tasks whose target train tasks reproduce (see the module doc)."""
+    targets: set[frozenset[ChangeKey]] = set()
+    made: set[ChangeKey] = set()
+    for task in train:
+        keys = change_keys(task.hidden.target)
+        if keys:
+            targets.add(keys)
+            made |= keys
+    tasks = changing = same = covered = 0
+    for task in held:
+        tasks += 1
+        keys = change_keys(task.hidden.target)
+        if not keys:
+            continue
+        changing += 1
+        same += keys in targets
+        covered += keys <= made
+    return Overlap(split, tasks, changing, same, covered)
+
+
+def split_tasks(env: Environment, split: Split, per_cell: int) -> list[Task]:
+    """``per_cell`` tasks of every difficulty of one split (all of them in a fixed task list)."""
+    out = []
+    for difficulty in env.difficulties:
+        count = (env.capacity(split, difficulty) or 0) if env.finite else per_cell
+        for index in range(count):
+            try:
+                out.append(env.task(split, difficulty, index))
+            except SynthesisError:
+                continue
+    return out
+
+
+def measure(env: Environment, per_cell: int = 500) -> list[Overlap]:
+    """Every held-out split of ``env`` against its train split."""
+    train = split_tasks(env, "train", per_cell)
+    return [
+        compare(train, split_tasks(env, split, per_cell), split)
+        for split in env.splits
+        if split != "train"
+    ]
+
+
+def environment(name: str) -> Environment:
+    """A registered environment, or the world compiled from an OpenAPI document's path."""
+    path = Path(name)
+    if not path.is_file():
+        return envfactory.make(name)
+    from envfactory.domain.loader import parse_domain
+    from envfactory.openapi.compile import compile_document
+    from envfactory.openapi.document import read_document
+    from envfactory.openapi.environment import OpenAPIEnvironment
+
+    return OpenAPIEnvironment(
+        parse_domain(compile_document(read_document(path), path.name), path.name)
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("envs", nargs="+")
+    parser.add_argument("-n", "--per-cell", type=int, default=500)
+    args = parser.parse_args(argv)
+    for name in args.envs:
+        start = time.perf_counter()
+        env = environment(name)
+        report = measure(env, args.per_cell)
+        print(f"{name}  ({time.perf_counter() - start:.1f} s)")
+        for overlap in report:
+            print("  " + overlap.line())
+
+
+if __name__ == "__main__":
+    main()
