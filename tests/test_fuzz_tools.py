@@ -154,7 +154,7 @@ def _as_text(args: dict[str, Any]) -> str:
     """``args`` as JSON text, non-finite numbers spelled as Python writes them."""
     try:
         text = json.dumps(args)
-    except (TypeError, ValueError):  # a non-string key, bytes, a set, too deep
+    except (TypeError, ValueError, RecursionError):  # a non-string key, bytes, a set, deep
         return "{not json"
     first = next(iter(args), None)
     if first is None or not first.isidentifier():

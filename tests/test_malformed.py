@@ -3,13 +3,17 @@ nothing."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from properties import budget
 
+import envfactory
 from envfactory.episode.types import ToolCall
+from envfactory.terminal.sandbox import unavailable_reason
 from envfactory.world.environment import DatabaseEnvironment as Environment
 
 json_values = st.recursive(
@@ -110,3 +114,91 @@ def test_each_kind_of_bad_argument_is_named(retail: Environment) -> None:
     missing = codes["missing"]
     assert missing is not None and missing.field == "reason"
     assert ep.changes() == []
+
+
+# -- agent input can never void an episode (issue 14, classes 3 and 4) -----------------------
+
+VOIDING = [
+    {"confirmation": math.inf},
+    '{"confirmation": Infinity}',
+    '{"confirmation": 1e400}',
+    {"confirmation": 10**30},
+    {"confirmation": -(2**63) - 1},
+    {"confirmation": 1e300},
+]
+
+
+@pytest.mark.parametrize("arguments", VOIDING, ids=lambda a: str(a)[:30])
+def test_a_huge_or_non_finite_number_is_the_agents_error(arguments: Any) -> None:
+    """The reproduction: hotel's find_reservation_by_confirmation(confirmation=inf) ended the
+    episode env_error (reward None, left out of the group's statistics)."""
+    hotel = envfactory.make("hotel")
+    ep = hotel.episode()
+    ep.reset(hotel.task("train", 1, 0))
+    obs = ep.step(ToolCall(tool="find_reservation_by_confirmation", arguments=arguments))
+    assert obs.error is not None and obs.error.code == "invalid_arguments"
+    if "Infinity" in str(arguments):  # not JSON: refused by the parser, which says why
+        assert "Infinity is not a JSON number" in obs.error.message
+    else:
+        assert obs.error.field == "confirmation" and "confirmation" in obs.error.message
+    assert not ep.done and ep.status != "env_error"
+    assert ep.evaluate().reward is not None
+    ep.close()
+
+
+def test_no_number_voids_any_database_world(db_env: Environment) -> None:
+    """Every numeric parameter of every tool, with each value that used to void an episode."""
+    ep = db_env.episode()
+    ep.reset(db_env.task("train", 1, 0))
+    for name, tool in db_env.world.tools.items():
+        for param, spec in tool.params.items():
+            if spec.type not in ("integer", "number"):
+                continue
+            for raw in ('{"%s": Infinity}', '{"%s": 1e400}', '{"%s": %d}'):
+                text = raw % ((param, 10**30) if "%d" in raw else param)
+                obs = ep.step(ToolCall(tool=name, arguments=text))
+                assert ep.status != "env_error", (name, text, obs.content)
+                assert obs.error is not None and obs.error.code == "invalid_arguments"
+            ep.reset(db_env.task("train", 1, 0))  # stay under the turn limit
+    ep.close()
+
+
+TERMINAL_CALLS = [
+    ("run_command", {"command": "echo a\x00b"}),
+    ("run_command", {"command": "echo \ud800"}),
+    ("read_file", {"path": "a\x00"}),
+    ("read_file", {"path": "\ud800"}),
+    ("write_file", {"path": "x\x00", "content": "a"}),
+    ("write_file", {"path": "x", "content": "\ud800"}),
+    ("write_file", {"path": "x", "content": "a\x00b"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments"), TERMINAL_CALLS)
+def test_terminal_tools_refuse_nul_and_surrogates(tool: str, arguments: dict[str, str]) -> None:
+    """These raised ValueError / UnicodeEncodeError out of step() (a 500 over HTTP)."""
+    reason = unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    env = envfactory.make("term-archive")
+    ep = env.episode()
+    ep.reset(env.task("train", 1, 0))
+    obs = ep.step(ToolCall(tool=tool, arguments=arguments))
+    assert obs.error is not None and obs.error.code == "invalid_arguments"
+    assert obs.error.field in arguments and not ep.done
+    obs.model_dump_json()
+    ep.close()
+
+
+def test_a_seat_cannot_void_the_match_with_a_surrogate_key() -> None:
+    """negotiation's propose with a lone-surrogate key raised out of step()."""
+    env = envfactory.make("negotiation")
+    ep = env.episode()
+    ep.reset(env.task("train", 1, 0))
+    seat = ep.current_actors()[0]
+    for arguments in ({"keep": {"\ud800": 1}}, {"\ud800": 1}, {"keep": {"hats": math.inf}}):
+        obs = ep.step(ToolCall(tool="propose", arguments=arguments, actor=seat))
+        assert obs.error is not None and obs.error.code == "invalid_arguments"
+        obs.model_dump_json()
+    assert not ep.done and ep.audit() == []
+    assert all(r is not None for r in ep.evaluate().rewards.values())

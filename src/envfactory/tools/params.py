@@ -114,8 +114,9 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
             raise ToolFailure("invalid_arguments", "arguments are too large")
         try:
             raw = load_json(raw) if raw.strip() else {}
-        except ValueError:
-            raise ToolFailure("invalid_arguments", "arguments are not valid JSON") from None
+        except ValueError as exc:
+            why = f"arguments are not valid JSON ({str(exc)[:100]})"
+            raise ToolFailure("invalid_arguments", why) from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):

@@ -100,7 +100,7 @@ def value_problem(value: Any, name: str = "arguments") -> BadValue | None:
 
 
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise ValueError(f"{name} is not a JSON number: numbers must be finite")
 
 
 def load_json(text: str | bytes) -> Any:
