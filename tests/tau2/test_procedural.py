@@ -76,9 +76,9 @@ def test_check_covers_the_imported_tasks() -> None:
 
 
 def test_the_finite_import_passes_the_audit(tau2: Tau2RetailEnvironment) -> None:
-    """A fixed list of 114 tasks on one level: sampled whole (never past its 74 train tasks),
+    """A fixed list of 114 tasks on one level: sampled whole (never past its 80 train tasks),
     its shapes counted as a rate, nothing to grade across levels."""
     report = audit(tau2, n=500)
     assert report.passed, report.problems
     assert report.tasks == 114 and report.difficulty_monotonic
-    assert len(report.plan_lengths) == 74  # every train task, and no index past them
+    assert len(report.plan_lengths) == 80  # every train task, and no index past them

@@ -24,7 +24,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import envfactory
 from envfactory.env import Environment
 from envfactory.errors import SynthesisError
 from envfactory.tasks.types import Split, TargetChange, Task
@@ -119,6 +118,8 @@ def measure(env: Environment, per_cell: int = 500) -> list[Overlap]:
 
 def environment(name: str) -> Environment:
     """A registered environment, or the world compiled from an OpenAPI document's path."""
+    import envfactory
+
     path = Path(name)
     if not path.is_file():
         return envfactory.make(name)

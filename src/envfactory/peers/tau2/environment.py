@@ -17,7 +17,7 @@ from envfactory.errors import SynthesisError
 from envfactory.peers.tau2.data import Tau2DataMissing
 from envfactory.peers.tau2.episode import Tau2Episode
 from envfactory.peers.tau2.importer import import_retail
-from envfactory.peers.tau2.tasks import SPLITS, Imported, import_task
+from envfactory.peers.tau2.tasks import SPLITS, Imported, import_task, reproducible
 from envfactory.tasks.types import Split, Task
 from envfactory.world.environment import DatabaseEnvironment
 
@@ -38,18 +38,30 @@ class Tau2RetailEnvironment(DatabaseEnvironment):
         self.data = imported.data
         by_id = {str(t["id"]): t for t in imported.data.tasks}
         rules = [r.text for r in self.spec.rules]
-        self.cells: dict[str, list[Imported]] = {}
-        for split in SPLITS:
-            ids = [str(i) for i in imported.data.split[split]]
-            unknown = [i for i in ids if i not in by_id]
+        ids = {split: [str(i) for i in imported.data.split[split]] for split in SPLITS}
+        for split, listed in ids.items():
+            unknown = [i for i in listed if i not in by_id]
             if unknown:
                 raise Tau2DataMissing(
                     f"split {split!r} names tasks not in tasks.json: {unknown[:5]}"
                 )
-            self.cells[split] = [
-                import_task(self.world, self.id, by_id[i], split, n, rules)
-                for n, i in enumerate(ids)
-            ]
+
+        def cells() -> dict[str, list[Imported]]:
+            return {
+                split: [
+                    import_task(self.world, self.id, by_id[i], split, n, rules)
+                    for n, i in enumerate(ids[split])
+                ]
+                for split in SPLITS
+            }
+
+        # tau2's split, less the test tasks whose work train tasks reproduce (moved to train)
+        self.cells = cells()
+        self.moved_to_train = reproducible(self.cells["train"], self.cells["test"])
+        if self.moved_to_train:
+            ids["train"] += self.moved_to_train
+            ids["test"] = [i for i in ids["test"] if i not in self.moved_to_train]
+            self.cells = cells()
         self._by_task = {m.task.task_id: m for ms in self.cells.values() for m in ms}
         self._by_tau2 = {m.tau2_id: m for ms in self.cells.values() for m in ms}
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from envfactory.tasks.heldout import ChangeKey, change_keys
 from envfactory.tasks.synth import fingerprint
 from envfactory.tasks.types import Ask, HiddenTask, PlanStep, PublicTask, Split, TargetChange, Task
 from envfactory.world.state import hex_hash
@@ -135,3 +136,22 @@ def import_task(
     return Imported(
         task, str(tau2["id"]), gold_hash, tuple(failed), tuple(actions), tuple(communicate)
     )
+
+
+def reproducible(train: list[Imported], test: list[Imported]) -> list[str]:
+    """tau2 ids of test tasks whose work train material reproduces: their target is a train
+    task's, or train targets make every row change they make. Moved to train, they can make
+    more test tasks reproducible, so this repeats until none is left."""
+    made: set[ChangeKey] = set()
+    for m in train:
+        made |= change_keys(m.task.hidden.target)
+    moved: list[str] = []
+    left = list(test)
+    while True:
+        found = [m for m in left if (keys := change_keys(m.task.hidden.target)) and keys <= made]
+        if not found:
+            return moved
+        for m in found:
+            made |= change_keys(m.task.hidden.target)
+            moved.append(m.tau2_id)
+        left = [m for m in left if m not in found]
