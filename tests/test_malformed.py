@@ -4,6 +4,7 @@ nothing."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,10 @@ from properties import budget
 
 import envfactory
 from envfactory.episode.types import ToolCall
+from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.terminal.sandbox import unavailable_reason
+from envfactory.trajectory.record import EpisodeRecord, ModelInfo, StepRecord
+from envfactory.trajectory.store import TrajectoryStore
 from envfactory.world.environment import DatabaseEnvironment as Environment
 
 json_values = st.recursive(
@@ -202,3 +206,40 @@ def test_a_seat_cannot_void_the_match_with_a_surrogate_key() -> None:
         obs.model_dump_json()
     assert not ep.done and ep.audit() == []
     assert all(r is not None for r in ep.evaluate().rewards.values())
+
+
+TEXT_CALLS = {
+    "surrogate": '{"name": "get_order", "arguments": {"order_id": "\\ud800"}}',
+    "deep": '{"name": "get_order", "arguments": {"order_id": %s}}' % ("[" * 300 + "]" * 300),
+    "infinity": '{"name": "get_order", "arguments": {"order_id": Infinity}}',
+    "surrogate name": '{"name": "get_\\ud800", "arguments": {}}',
+}
+
+
+@pytest.mark.parametrize("body", TEXT_CALLS.values(), ids=TEXT_CALLS.keys())
+def test_text_tool_calls_the_store_could_not_hold_stay_text(
+    retail: Environment, body: str, tmp_path: Path
+) -> None:
+    """A model in text mode writing these made the trajectory store refuse the episode's
+    record (StoreError: surrogates and nesting past 254 levels do not serialise), ending the
+    run. Now the episode names the problem and the record keeps the call as text."""
+    _, calls = parse_tool_calls(f"<tool_call>{body}</tool_call>")
+    ep = retail.episode()
+    ep.reset(retail.task("train", 1, 0))
+    obs = ep.step(calls[0])
+    assert obs.error is not None and obs.error.code in ("invalid_arguments", "unknown_tool")
+    step = StepRecord(call_index=0, action=calls[0], kind=obs.kind, state_hash=ep.state_hash())
+    record = EpisodeRecord(
+        episode_id="e",
+        group_id="g",
+        task_id="retail/train/1/0",
+        env_id="retail",
+        split="train",
+        difficulty=1,
+        sample_index=0,
+        model=ModelInfo(name="text-mode", provider="scripted"),
+        steps=[step],
+    )
+    with TrajectoryStore(tmp_path) as store:
+        store.append_sync(record)
+    ep.close()
