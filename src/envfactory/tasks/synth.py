@@ -331,7 +331,11 @@ class TaskFactory:
                 if b.kind == "pick":
                     if not found:
                         raise _Reject(f"{b.name}: nothing to pick")
-                    value = rng.choice(found)
+                    # rows of the anchor's split first: a plan that writes them stays in it
+                    home = self.ownership.split(goal.spec.anchor.entity, anchor["id"])
+                    table = b.load.table.name
+                    own = [r for r in found if self.ownership.split(table, r["id"]) == home]
+                    value = rng.choice(own or found)
                 else:
                     value = found
             elif b.kind == "choice":
