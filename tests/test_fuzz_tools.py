@@ -64,6 +64,7 @@ HOSTILE: list[Any] = [
     _nested(MAX_DEPTH + 5),
     _nested(5000),
     "x" * (MAX_CHARS + 1),
+    "t" * 201,  # one past the longest tool name
     ["y" * 1000] * 1100,
     b"bytes",
     (1, 2),
@@ -109,7 +110,8 @@ def from_schema(prop: dict[str, Any], text: st.SearchStrategy[str]) -> st.Search
     if kind == "object":
         inner = prop.get("additionalProperties")
         values = from_schema(inner, text) if isinstance(inner, dict) else json_values
-        return st.dictionaries(st.text(max_size=8), values | hostile, max_size=3)
+        keys = st.text(max_size=8) | st.sampled_from(["tool", "arguments", "name", "id"])
+        return st.dictionaries(keys, values | hostile, max_size=3)
     return json_values
 
 
@@ -258,10 +260,20 @@ def test_seat_tools_never_void_the_match(env_id: str) -> None:
     task = env.task(env.splits[0], env.difficulties[0], 0)
 
     @budget(40)
-    @given(data=st.data())
-    def calls(data: st.DataObject) -> None:
+    @given(data=st.data(), moves=st.integers(0, 6))
+    def calls(data: st.DataObject, moves: int) -> None:
         ep.reset(task)
-        seat = ep.current_actors()[0]
+        scripted = {seat: env.scripted(seat, env.strengths[0]) for seat in env.agents}
+        for seat, policy in scripted.items():
+            policy.start(task, seat)
+        for _ in range(moves):  # play on a little: later states have other options
+            if ep.done:
+                return
+            seat = ep.current_actors()[0]
+            ep.step(scripted[seat].act(ep.observe(seat)), seat=seat)
+        if ep.done:
+            return
+        seat = data.draw(st.sampled_from(ep.current_actors()))
         tool = data.draw(st.sampled_from(env.seat_tools(seat)))
         args = data.draw(arguments(tool.schema()))
         obs = ep.step(call(tool.name, args, seat))

@@ -15,6 +15,8 @@ from properties import budget
 import envfactory
 from envfactory.episode.types import ToolCall
 from envfactory.harness.toolcalls import parse_tool_calls
+from envfactory.multiagent.families.proposer_solver import steps_in
+from envfactory.tasks.types import PlanStep
 from envfactory.terminal.sandbox import unavailable_reason
 from envfactory.trajectory.record import EpisodeRecord, ModelInfo, StepRecord
 from envfactory.trajectory.store import TrajectoryStore
@@ -243,3 +245,25 @@ def test_text_tool_calls_the_store_could_not_hold_stay_text(
     with TrajectoryStore(tmp_path) as store:
         store.append_sync(record)
     ep.close()
+
+
+def test_a_proposer_cannot_void_the_match_with_a_bad_plan_step() -> None:
+    """A plan step naming a tool of 300 characters raised a ValidationError inside the world
+    (env_error, every seat's reward None); now the plan is refused as failing."""
+    env = envfactory.make("proposer_solver")
+    ep = env.episode()
+    ep.reset(env.task("train", 1, 0))
+    plan = [{"tool": "t" * 300, "arguments": {}}] * 6
+    arguments = {"instruction": "do it", "plan": plan}
+    obs = ep.step(ToolCall(tool="propose", arguments=arguments, actor="proposer"))
+    assert obs.error is not None and obs.error.code == "rule_violation", obs.content
+    assert ep.status != "env_error" and not ep.done
+
+
+def test_the_scripted_solver_reads_a_deeply_nested_instruction() -> None:
+    """The scripted solver parses the steps an instruction spells out; a proposer nesting an
+    argument 3,000 deep raised RecursionError there."""
+    deep = "[" * 3000 + "]" * 3000
+    assert steps_in(f'1. get_order {{"order_id": {deep}}}\n2. get_order {{"order_id": "O-1"}}') == [
+        PlanStep(tool="get_order", arguments={"order_id": "O-1"})
+    ]

@@ -36,6 +36,7 @@ from envfactory.policies.scripted import NoisyOracle, Oracle
 from envfactory.tasks.synth import fingerprint
 from envfactory.tasks.types import HiddenTask, PlanStep, PublicTask, Split, TargetChange, Task
 from envfactory.tools.result import ToolFailure
+from envfactory.tools.values import load_json
 
 SEATS = ("proposer", "solver")
 ATTEMPTS = 4
@@ -158,7 +159,10 @@ class ProposerSolverEpisode(MultiAgentEpisode):
             trial.reset(self.base)
             start = trial.state_hash()
             for i, step in enumerate(steps):
-                obs = trial.step(ToolCall(tool=step.tool, arguments=step.arguments))
+                # As the proposer wrote it: the episode judges a bad step (a tool name too long).
+                obs = trial.step(
+                    {"type": "tool_call", "tool": step.tool, "arguments": step.arguments}
+                )
                 if obs.error is not None:
                     raise ToolFailure("rule_violation", f"plan step {i} fails: {obs.content}")
             changes = trial.changes()
@@ -337,8 +341,8 @@ def steps_in(text: str) -> list[PlanStep]:
     out = []
     for name, args in _STEP.findall(text):
         try:
-            arguments = json.loads(args)
-        except ValueError:
+            arguments = load_json(args)
+        except ValueError:  # not JSON, or nested too deeply
             continue
         if isinstance(arguments, dict):
             out.append(PlanStep(tool=name, arguments=arguments))
