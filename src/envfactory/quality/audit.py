@@ -1,7 +1,8 @@
 """``envfactory audit``: is an environment any good?
 
 Scores each environment on what makes it worth training on: solvable (oracle success), honest
-(no-op, random, spam and guess baselines near zero), graded (gold plans lengthen and a noisy
+(no-op, random, spam and guess baselines near zero; no exploit policy earns more than a trace
+and no agent input voids an episode), graded (gold plans lengthen and a noisy
 oracle succeeds less as difficulty rises), deterministic, covering its tools, and diverse
 (distinct plan shapes and instructions per 1,000 tasks).
 """
@@ -29,6 +30,7 @@ from envfactory.policies.scripted import (
     SpamWrites,
     write_tools,
 )
+from envfactory.quality.adversary import Attack, ExploitStats, attack, shortfalls
 from envfactory.quality.check import sample_cells
 from envfactory.registry import build
 from envfactory.tasks.types import Split, Task
@@ -58,6 +60,10 @@ class AuditReport(BaseModel):
     tool_coverage: float
     plan_shapes_per_1k: int
     instructions_distinct_per_1k: int
+    exploits: dict[str, ExploitStats] = Field(
+        default_factory=dict, description="per exploit policy: mean and max reward, episodes"
+    )
+    voided_by_agent: int = Field(0, description="exploit episodes agent input voided")
     passed: bool
     problems: list[str] = Field(default_factory=list)
     curves: dict[str, dict[int, float]] = Field(
@@ -133,8 +139,12 @@ def audit(
     seed: int = 0,
     progress: Progress | None = None,
     diversity: int = 1000,
+    exploit_n: int | None = None,
 ) -> AuditReport:
     """Audit one environment over ``n`` tasks (and 1,000 more for diversity).
+
+    The exploit policies attack ``exploit_n`` of those tasks (default ``n // 5``, at least
+    10), spread over the sample; the train-plan replay attacks as many of its test tasks.
 
     ``diversity`` < 1,000 samples only the first ``diversity`` of those tasks, for speed at
     scale: plan shapes are then counted in that prefix (a lower bound on the count per 1,000,
@@ -167,6 +177,7 @@ def audit(
         episode.close()
         if progress:
             progress(1)
+    found = _attack(env, tasks, exploit_n if exploit_n is not None else max(10, n // 5))
     difficulties = env.difficulties
     top = difficulties[-1]
     room = {d: _room(env, d, k) for d in difficulties}
@@ -216,10 +227,19 @@ def audit(
         plan_steps=step_means,
         plan_lengths=[len(t.hidden.gold_plan) for t in top_tasks],
         tool_uses={t: tool_uses[t] for t in names},
+        exploits=found.exploits,
+        voided_by_agent=found.voided_by_agent,
     )
-    report.problems = problems + _shortfalls(report)
+    report.problems = problems + _shortfalls(report) + shortfalls(found)
     report.passed = not report.problems
     return report
+
+
+def _attack(env: Environment, tasks: list[Task], k: int) -> Attack:
+    """The exploits over ``k`` of ``tasks`` spread evenly, the replay over ``k`` test tasks."""
+    sample = tasks[:: max(1, len(tasks) // k)][:k] if k > 0 else []
+    held_out = [t for t in tasks if t.public.split == "test"][:k]
+    return attack(env, sample, held_out)
 
 
 def _room(env: Environment, difficulty: int, k: int) -> int:
