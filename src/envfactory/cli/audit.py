@@ -28,7 +28,8 @@ def audit_cmd(
     report: Path = typer.Option(Path("reports/audit.html"), help="Where to write the HTML report."),
     json: bool = typer.Option(False, "--json", help="Print a JSON list, one object per env."),
 ) -> None:
-    """Score environments: solvable, honest baselines, graded, deterministic, diverse."""
+    """Score environments: solvable, honest baselines, no exploit pays, graded, deterministic,
+    diverse."""
     ids = env_ids or list_envs()
     unknown = sorted(set(ids) - set(list_envs()))
     if unknown:
@@ -70,6 +71,8 @@ def audit_cmd(
             "guess",
             "coverage",
             "shapes/1k",
+            "worst exploit",
+            "voided",
         ):
             table.add_column(col)
         for r in reports:
@@ -83,11 +86,21 @@ def audit_cmd(
                 f"{r.guess_reward_mean:.3f}",
                 f"{r.tool_coverage:.2f}",
                 str(r.plan_shapes_per_1k),
+                _worst(r),
+                str(r.voided_by_agent),
             )
         console.print(table)
         err_console.print(f"report: {path}")
     if not all(r.passed for r in reports):
         raise typer.Exit(1)
+
+
+def _worst(r: AuditReport) -> str:
+    """The exploit that earns most, and its mean reward."""
+    if not r.exploits:
+        return "-"
+    name, stats = max(r.exploits.items(), key=lambda kv: kv[1].mean)
+    return f"{name} {stats.mean:.3f}"
 
 
 def _summary(r: AuditReport) -> dict[str, object]:

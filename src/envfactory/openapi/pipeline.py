@@ -162,6 +162,8 @@ def _check_name(problem: str) -> str:
         ("differs when rebuilt", "not deterministic"),
         ("different states", "not deterministic"),
         ("no task at", "task synthesis failed"),
+        ("exploit ", "an exploit earns > 0.02"),
+        ("agent input voided", "agent input voids episodes"),
     ):
         if key in problem:
             return name
@@ -188,8 +190,11 @@ def _summary(r: AuditReport) -> dict[str, Any]:
         "tool_coverage",
         "plan_shapes_per_1k",
         "instructions_distinct_per_1k",
+        "voided_by_agent",
     )
-    return {k: getattr(r, k) for k in keys}
+    return {k: getattr(r, k) for k in keys} | {
+        "exploits": {name: s.model_dump() for name, s in r.exploits.items()}
+    }
 
 
 def import_one(path: Path, source: str, settings: Settings) -> SpecResult:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from envfactory.quality.adversary import EXPLOIT_MAX
 from envfactory.quality.audit import AuditReport
 
 COLUMNS = (
@@ -25,6 +26,7 @@ COLUMNS = (
     ("instructions_distinct_per_1k", "instructions / 1k"),
     ("difficulty_monotonic", "graded"),
     ("deterministic", "deterministic"),
+    ("voided_by_agent", "voided by agent"),
 )
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #222; }
@@ -86,6 +88,23 @@ def _cell(value: object) -> str:
     return f"<td>{html.escape(str(value))}</td>"
 
 
+def exploits_table(r: AuditReport) -> str:
+    """What each exploit policy earned (a mean above the bar in red), and the voided count."""
+    rows = "".join(
+        f"<tr><td>{html.escape(name)}</td>"
+        f'<td class="{"fail" if s.mean > EXPLOIT_MAX else "pass"}">{s.mean:.3f}</td>'
+        f"<td>{s.max:.3f}</td><td>{s.episodes}</td></tr>"
+        for name, s in r.exploits.items()
+    )
+    voided = "fail" if r.voided_by_agent else "pass"
+    return (
+        '<table class="exploits"><tr><th>exploit</th><th>mean reward</th><th>max</th>'
+        f"<th>episodes</th></tr>{rows}</table>"
+        f'<p>Episodes voided by agent input: <span class="{voided}">{r.voided_by_agent}</span>'
+        f" (an exploit passes at mean reward &le; {EXPLOIT_MAX}).</p>"
+    )
+
+
 def render(reports: Sequence[AuditReport]) -> str:
     head = "".join(f"<th>{label}</th>" for _, label in COLUMNS)
     rows = []
@@ -110,6 +129,7 @@ def render(reports: Sequence[AuditReport]) -> str:
             f'<section class="env" id="{r.env}"><h2>{r.env}</h2>'
             f"<p>{r.tasks} tasks audited.</p>"
             + (f"<ul>{problems}</ul>" if problems else "")
+            + exploits_table(r)
             + f'<div class="plots">{plots}</div></section>'
         )
     passed = sum(r.passed for r in reports)
