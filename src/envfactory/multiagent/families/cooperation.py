@@ -80,7 +80,7 @@ class CooperationEpisode(MultiAgentEpisode):
                     "the back cannot talk to the user: send_message to front instead",
                 )
             obs = self.inner.step(action)
-            if obs.error is not None and obs.error.code == "tool_failed":
+            if self.inner.status == "env_error":  # the world failed, not the back's call
                 raise RuntimeError(obs.content)
         if self.inner.done:
             self.end(self.inner.status)
