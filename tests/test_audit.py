@@ -26,8 +26,11 @@ KEYS = (
     "tool_coverage",
     "plan_shapes_per_1k",
     "instructions_distinct_per_1k",
+    "exploits",
+    "voided_by_agent",
     "passed",
 )
+EXPLOITS = {"enumerate", "shotgun", "shotgun_long", "fuzz", "mass_writes", "replay"}
 
 
 DB_ENVS = [e for e in envfactory.list_envs() if envfactory.make(e).kind == "db"]
@@ -62,6 +65,11 @@ def test_every_database_world_passes_the_audit(
             assert r[f"{baseline}_reward_mean"] <= 0.05, (r["env"], baseline)
         assert r["tool_coverage"] >= 0.8
         assert r["plan_shapes_per_1k"] >= 50
+        assert set(r["exploits"]) == EXPLOITS, r["env"]
+        for name, stats in r["exploits"].items():
+            assert set(stats) == {"mean", "max", "episodes"} and stats["episodes"] > 0
+            assert stats["mean"] <= 0.02, (r["env"], name, stats)
+        assert r["voided_by_agent"] == 0, r["env"]
 
 
 def test_at_least_twelve_database_worlds(audited: tuple[list[dict[str, Any]], Path]) -> None:
@@ -86,6 +94,26 @@ def test_audit_flags_a_broken_environment() -> None:
     assert not report.passed
     assert report.oracle_success_rate < 1.0
     assert any("oracle" in p for p in report.problems)
+
+
+def test_an_exploit_that_pays_fails_the_audit() -> None:
+    """A world whose test tasks repeat its train tasks: replaying train plans earns reward on
+    held-out tasks, and the audit says so (``passed`` false, the exploit named)."""
+    env = envfactory.make("retail")
+
+    class Leaky(type(env)):  # type: ignore[misc]
+        def task(self, split, difficulty=1, index=0):  # type: ignore[no-untyped-def]
+            task = super().task("train", difficulty, index)
+            public = task.public.model_copy(update={"split": split})
+            return type(task)(public=public, hidden=task.hidden, initial_hash=task.initial_hash)
+
+    leaky = Leaky.__new__(Leaky)
+    leaky.__dict__.update(env.__dict__)
+    report = audit(leaky, n=60, diversity=50, exploit_n=10)
+    assert report.exploits["replay"].mean > 0.02 and 0 < report.exploits["replay"].episodes <= 10
+    assert report.voided_by_agent == 0
+    assert not report.passed
+    assert any(p.startswith("exploit replay earns") for p in report.problems), report.problems
 
 
 def _chrome() -> Any:
