@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # SQLite's INTEGER
 MAX_DEPTH = 32
-MAX_CHARS = 1 << 20  # characters of a value (strings and keys, plus one per item)
+MAX_CHARS = 1 << 20  # characters of a value (strings and keys, plus about two per item)
 
 
 def text_problem(text: str) -> str | None:
@@ -79,6 +79,9 @@ def value_problem(value: Any, name: str = "arguments") -> BadValue | None:
         elif isinstance(v, (list, dict)):
             if depth >= MAX_DEPTH:
                 return BadValue(where, f"is nested more than {MAX_DEPTH} levels deep", field)
+            size += len(v)
+            if size > MAX_CHARS:  # before its items are queued
+                return _too_large(name)
             problem = None
             if isinstance(v, list):
                 stack.extend((x, _path(where, i), depth + 1, field) for i, x in enumerate(v))
@@ -95,8 +98,12 @@ def value_problem(value: Any, name: str = "arguments") -> BadValue | None:
         if problem:
             return BadValue(where, problem, field)
         if size > MAX_CHARS:
-            return BadValue(name, f"is too large (more than {MAX_CHARS} characters)", None)
+            return _too_large(name)
     return None
+
+
+def _too_large(name: str) -> BadValue:
+    return BadValue(name, f"is too large (more than {MAX_CHARS} characters)", None)
 
 
 def _refuse_constant(name: str) -> Any:
