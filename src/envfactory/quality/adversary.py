@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from envfactory.env import Environment
 from envfactory.episode.base import Episode
 from envfactory.policies.exploits import (
+    LONG_REPLY,
     TRICKS,
     EnumerateThroughUser,
     FuzzArguments,
@@ -53,7 +54,7 @@ def exploit_policies(env: Environment) -> list[Policy]:
     out: list[Policy] = [
         EnumerateThroughUser(writes),
         Shotgun(),
-        Shotgun(chars=12_000),
+        Shotgun(chars=LONG_REPLY),
         FuzzArguments(),
     ]
     if writes:
