@@ -1,9 +1,13 @@
 """Completion tests: data that says what the finished working directory must hold.
 
 Each test is judged on the host from a snapshot (nothing the agent wrote is executed on the
-host); ``exec`` tests run a command in a fresh sandbox over a copy of the final files, with
-the verifier's own files laid over it. A test is a rubric item: a score, or a gate
-(something that must stay true).
+host); ``exec`` tests run a command in a fresh sandbox over a copy of the final files. A
+check's own program never lives in that copy: :func:`python_check` passes it inline to an
+isolated system interpreter (no script directory, working directory, ``site`` or ``PYTHON*``
+variables on its path), so no file the agent planted can stand in for a module it imports. A
+test is a rubric item: a score, or a gate (something that must stay true); a test that
+``requires`` others passes only when they pass too (a source emptied counts only once its
+files arrived).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import configparser
 import io
 import json
 import math
+import shlex
 import tarfile
 import tomllib
 import zipfile
@@ -40,6 +45,7 @@ class CompletionTest(BaseModel):
     kind: TestKind
     args: dict[str, Any] = Field(default_factory=dict)
     gate: bool = False
+    requires: list[str] = Field(default_factory=list)
 
 
 def _data(tree: Tree, path: str) -> bytes | None:
@@ -52,6 +58,16 @@ def _lookup(doc: Any, dotted: str) -> Any:
     for k in dotted.split("."):
         doc = doc.get(k) if isinstance(doc, dict) else None
     return doc
+
+
+PYTHON = "/usr/bin/python3 -I -S"
+"""The checks' interpreter: the system's, isolated from the working tree and environment."""
+
+
+def python_check(script: str, *args: str) -> str:
+    """A shell command that runs ``script`` (given inline, never as a file in the agent's
+    tree) with :data:`PYTHON` and ``args``."""
+    return " ".join([PYTHON, "-c", shlex.quote(script), *map(shlex.quote, args)])
 
 
 def exec_json(
@@ -273,17 +289,22 @@ def judge(test: CompletionTest, tree: Tree, runner: ExecRunner | None) -> Outcom
 def static_passes(tests: list[CompletionTest], tree: Tree) -> list[str]:
     """Names of score tests (not exec ones) that already pass on ``tree``."""
     return [
-        t.name
-        for t in tests
-        if not t.gate and t.kind != "exec" and _STATIC[t.kind](tree, t.args)[0]
+        item.name
+        for item, t in zip(rubric(tests, tree, None), tests, strict=True)
+        if item.kind == "score" and t.kind != "exec" and item.score == 1.0
     ]
 
 
 def rubric(tests: list[CompletionTest], tree: Tree, runner: ExecRunner | None) -> list[RubricItem]:
     """One rubric item per test."""
     items = []
+    passed: dict[str, bool] = {}
     for t in tests:
         ok, why = judge(t, tree, runner)
+        missing = [name for name in t.requires if not passed.get(name, False)]
+        if ok and missing:
+            ok, why = False, f"{why}, but {missing[0]} does not hold"
+        passed[t.name] = ok
         items.append(
             RubricItem(
                 name=t.name,

@@ -221,10 +221,18 @@ class Runtime:
     def argv(self, workdir: Path, command: str, limits: Limits, status_fd: int) -> list[str]:
         return [
             *self.base_args,
+            # Every writable place is capped: /tmp and /dev/shm are small tmpfs mounts, the
+            # rest of /dev is read-only (bwrap's /dev is an uncapped tmpfs), /work is quota'd.
             "--size",
             str(limits.tmp_mb << 20),
             "--tmpfs",
             "/tmp",
+            "--size",
+            str(limits.tmp_mb << 20),
+            "--tmpfs",
+            "/dev/shm",
+            "--remount-ro",
+            "/dev",
             "--bind",
             str(workdir),
             HOME,

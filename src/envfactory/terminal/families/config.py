@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from envfactory.tasks.types import PlanStep
-from envfactory.terminal.checks import CompletionTest
+from envfactory.terminal.checks import CompletionTest, python_check
 from envfactory.terminal.family import WORDS, Draft, Family, python, read, run, write
 from envfactory.terminal.fs import file
 
@@ -210,8 +210,8 @@ class ConfigEdit(Family):
                 name="validator passes",
                 kind="exec",
                 args={
-                    "command": f"python3 tools/validate.py {path}",
-                    "files": {"tools/validate.py": VALIDATOR},
+                    "command": python_check(VALIDATOR, path),
+                    "files": {},
                     "expect": "exit0",
                 },
                 gate=True,

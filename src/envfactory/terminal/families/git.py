@@ -5,22 +5,40 @@ from __future__ import annotations
 import json
 import random
 
-from envfactory.terminal.checks import exec_json
+from envfactory.terminal.checks import exec_json, python_check
 from envfactory.terminal.family import WORDS, Draft, Family, q, read, run, write
 from envfactory.terminal.gitobj import Repo
 
 # Runs in a check sandbox over a copy of the final files: git answers, as one JSON line.
+# git reads only the repository's objects, refs and index, copied into a fresh git directory:
+# no configuration, hooks, replace refs, grafts or home files of the agent's can run code or
+# change an answer.
 QUERY = """
-import json, subprocess, sys
+import json, os, shutil, subprocess, sys, tempfile
+work = os.path.abspath(sys.argv[2])
+src = os.path.join(work, ".git")
+fresh = tempfile.mkdtemp()
+subprocess.run(["git", "init", "-q", fresh], check=True, env={"PATH": "/usr/bin:/bin"})
+git_dir = os.path.join(fresh, ".git")
+for name in ("objects", "refs"):
+    shutil.rmtree(os.path.join(git_dir, name))
+    shutil.copytree(os.path.join(src, name), os.path.join(git_dir, name), symlinks=True)
+for name in ("HEAD", "packed-refs", "index"):
+    if os.path.isfile(os.path.join(src, name)) and not os.path.islink(os.path.join(src, name)):
+        shutil.copyfile(os.path.join(src, name), os.path.join(git_dir, name))
+env = {
+    "PATH": "/usr/bin:/bin", "HOME": git_dir, "GIT_DIR": git_dir, "GIT_WORK_TREE": work,
+    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_ATTR_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0",
+}
+safe = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"]
 out = {}
-for key, args in json.load(open(sys.argv[1])).items():
-    p = subprocess.run(["git", "-C", sys.argv[2], *args], capture_output=True, text=True)
+for key, args in json.loads(sys.argv[1]).items():
+    p = subprocess.run(["git", *safe, *args], capture_output=True, text=True, cwd=work, env=env)
     out[key] = p.stdout.strip() if p.returncode == 0 else "exit %d" % p.returncode
 print("RESULT " + json.dumps(out))
 """
 FILE_EXTS = ("txt", "cfg", "ini", "md", "conf")
-Q_PATH = ".check/git_query.py"
-A_PATH = ".check/git_args.json"
 
 
 def _lines(rng: random.Random, n: int) -> str:
@@ -184,11 +202,9 @@ class GitOperation(Family):
             gold = [run(cd + "git log --oneline main..hotfix")]
             gold += [run(cd + f"git cherry-pick {c}") for c in fixes]
             gold.append(run(cd + "git log --oneline -5"))
-        args = json.dumps({k: a for k, (a, _) in checks.items()})
-        inject = {Q_PATH: QUERY, A_PATH: args}
-        command = f"python3 {Q_PATH} {A_PATH} {root}"
+        command = python_check(QUERY, json.dumps({k: a for k, (a, _) in checks.items()}), root)
         tests = [
-            exec_json(f"git {key}", command, inject, key, want, gate=key in kept)
+            exec_json(f"git {key}", command, {}, key, want, gate=key in kept)
             for key, (_, want) in checks.items()
         ]
         return Draft(

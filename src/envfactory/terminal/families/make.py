@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from envfactory.terminal.checks import CompletionTest
-from envfactory.terminal.family import WORDS, Draft, Family, read, run, write
+from envfactory.terminal.family import WORDS, Draft, Family, q, read, run, write
 from envfactory.terminal.fs import FileSpec, file
 
 # The pipeline's steps are awk programs: quick to start, present on every Linux system.
@@ -144,16 +144,17 @@ class MakePipeline(Family):
             + ". Fix the Makefile (the scripts are right)."
         )
         goods = [g for _, g in tables.values()]
-        build_cmd = f"rm -rf {build} {out_dir}; make >/dev/null 2>&1; cat {out}"
-        tests = [_exec("make builds the report", build_cmd, {}, stdout=_report(goods))]
-        tests.append(_exec("nothing left to do", "make >/dev/null 2>&1 && make -q", {}))
+        report = _report(goods)
+        fresh = f"rm -rf {build} {out_dir}; make >/dev/null 2>&1"
+        built = f'test "$(cat {out})" = {q(report.rstrip())}'  # built, and built right
+        tests = [_exec("make builds the report", f"{fresh}; cat {out}", stdout=report)]
+        tests.append(_exec("nothing left to do", f"{fresh} && {built} && make -q"))
         if "wildcard" in bugs:
             extra, extra_good = _csv(rng, 4)
             tests.append(
                 _exec(
                     "new data files are used",
-                    build_cmd,
-                    {f"{data}/zz_extra.csv": extra},
+                    f"{_put(f'{data}/zz_extra.csv', extra)} && {fresh}; cat {out}",
                     stdout=_report([*goods, extra_good]),
                 )
             )
@@ -162,9 +163,8 @@ class MakePipeline(Family):
             tests.append(
                 _exec(
                     "a changed data file is rebuilt",
-                    f"make >/dev/null 2>&1; cp .check/changed.csv {data}/{names[0]}.csv; "
+                    f"make >/dev/null 2>&1; {_put(f'{data}/{names[0]}.csv', changed)}; "
                     f"make >/dev/null 2>&1; cat {out}",
-                    {".check/changed.csv": changed},
                     stdout=_report([changed_good, *goods[1:]]),
                 )
             )
@@ -172,9 +172,8 @@ class MakePipeline(Family):
             tests.append(
                 _exec(
                     "make clean works",
-                    f"make >/dev/null 2>&1 && make clean >/dev/null 2>&1 && test -d {data} "
+                    f"{fresh} && {built} && make clean >/dev/null 2>&1 && test -d {data} "
                     f"&& test ! -e {build} && test ! -e {out_dir}",
-                    {},
                 )
             )
         return Draft(
@@ -187,10 +186,13 @@ class MakePipeline(Family):
         )
 
 
-def _exec(
-    name: str, command: str, files: dict[str, str], stdout: str | None = None
-) -> CompletionTest:
-    args: dict[str, object] = {"command": command, "files": files, "expect": "exit0"}
+def _put(path: str, text: str) -> str:
+    """A command that writes ``text`` to ``path`` (the check's data, given inline)."""
+    return f"printf %s {q(text)} > {q(path)}"
+
+
+def _exec(name: str, command: str, stdout: str | None = None) -> CompletionTest:
+    args: dict[str, object] = {"command": command, "files": {}, "expect": "exit0"}
     if stdout is not None:
         args.update(expect="stdout", stdout=stdout)
     return CompletionTest(name=name, kind="exec", args=args)

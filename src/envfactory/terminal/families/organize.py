@@ -96,9 +96,13 @@ class OrganizeFiles(Family):
             for top, want in sorted(groups.items())
         ]
         left = {p.removeprefix(src + "/"): sha(t) for p, t in stay.items()}
+        # Emptying the source counts only once its files arrived (deleting them is no move).
         tests.append(
             CompletionTest(
-                name=f"{src} emptied", kind="dir_files", args={"dir": src, "files": left}
+                name=f"{src} emptied",
+                kind="dir_files",
+                args={"dir": src, "files": left},
+                requires=[t.name for t in tests],
             )
         )
         listing = "".join(f"{d}\n" for d in sorted(d for _, d, _ in moves))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from envfactory.terminal.checks import exec_json
+from envfactory.terminal.checks import exec_json, python_check
 from envfactory.terminal.family import WORDS, Draft, Family, python, read, run, write
 from envfactory.terminal.fs import FileSpec, file
 
@@ -158,11 +158,12 @@ def normalize(value: Any) -> Any:
     return value
 
 
+# Every module the driver needs is imported before the working tree joins the path.
 DRIVER = (
-    "import json, sys\nsys.path.insert(0, '.')\n"
+    "import io, json, sys, unittest\nsys.path.insert(0, '.')\n"
     + inspect.getsource(normalize).replace("Any", "object")
     + """
-cases = json.load(open(sys.argv[2]))
+cases = json.loads(sys.argv[2])
 mod = __import__(sys.argv[1], fromlist=["*"])
 out = {}
 for name, calls in cases.items():
@@ -173,7 +174,6 @@ for name, calls in cases.items():
         except Exception as exc:
             got.append("raised " + type(exc).__name__)
     out[name] = got
-import io, unittest
 suite = unittest.defaultTestLoader.discover("tests", top_level_dir=".")
 run = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
 out["unit_tests"] = run.wasSuccessful() and run.testsRun > 0
@@ -244,12 +244,8 @@ class PythonFix(Family):
             "`python3 -m unittest` (run in /work) passes. Do not change the tests; the functions "
             "must behave correctly in general, not only for the tested values."
         )
-        inject = {
-            ".check/driver.py": DRIVER,
-            ".check/cases.json": json.dumps(hidden),
-            f"tests/test_{module}.py": _unit_tests(module, visible),
-        }
-        command = f"python3 .check/driver.py app.{module} .check/cases.json"
+        inject = {f"tests/test_{module}.py": _unit_tests(module, visible)}
+        command = python_check(DRIVER, f"app.{module}", json.dumps(hidden))
         checks: list[tuple[str, str, Any, bool]] = [
             (
                 f"{t.name} {'fixed' if i in buggy else 'still right'}",
