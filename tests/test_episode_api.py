@@ -38,7 +38,7 @@ def test_episode_lifecycle(retail: Environment) -> None:
     step = task.hidden.gold_plan[0]
     obs = ep.step(ToolCall(tool=step.tool, arguments=json.dumps(step.arguments)))
     assert obs.kind == "tool_result" and json.loads(obs.content) == obs.data
-    obs = ep.step(Message(content="Anything else?", final=False))
+    obs = ep.step(Message(content="Which colour do you prefer?", final=False))
     assert obs.kind == "user" and not obs.done
     obs = ep.step({"type": "message", "content": "Bye"})
     assert obs.done and obs.kind == "end"

@@ -15,7 +15,7 @@ from envfactory.tools.result import ToolError, ToolFailure
 from envfactory.users.base import Situation, UserSimulator
 from envfactory.users.factory import make_user
 from envfactory.verify.verdict import Verdict
-from envfactory.verify.verifier import goal_met, verdict
+from envfactory.verify.verifier import verdict
 from envfactory.world.state import RowChange, hex_hash
 
 if TYPE_CHECKING:
@@ -80,11 +80,9 @@ class DatabaseEpisode(ToolEpisode):
             self.reply = msg.content
             return self._end()
         assert self.task is not None and self.user is not None
-        hidden = self.task.hidden
+        # The user sees its request and its own facts, never the target or the answers.
         situation = Situation(
-            instruction=self.task.public.instruction,
-            profile=hidden.profile,
-            goal_met=goal_met(hidden, self.store.changes(), msg.content),
+            instruction=self.task.public.instruction, profile=self.task.hidden.profile
         )
         answer = self.user.reply(msg.content, situation)
         self.disclosed |= set(answer.facts)

@@ -43,8 +43,9 @@ class HarnessConfig(BaseModel):
     max_steps: int = Field(60, ge=1, description="environment steps before it is truncated")
     text_reply: Literal["to_user", "final"] = Field(
         "to_user",
-        description="a reply without a tool call goes to the (simulated) user, who ends the "
-        "episode when satisfied (to_user), or ends the episode itself (final)",
+        description="a reply without a tool call goes to the (simulated) user, who answers "
+        "questions and ends the episode on a report, the reply graded (to_user), or ends the "
+        "episode itself (final)",
     )
     context: ContextConfig = Field(default_factory=ContextConfig)
 

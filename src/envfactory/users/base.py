@@ -24,7 +24,8 @@ class UserConfig(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class UserReply:
-    """What the user says back; ``stop`` ends the episode (goal met, or abandoned)."""
+    """What the user says back; ``stop`` ends the episode (the agent reported, or the user gave
+    up), and the message it answered is the reply graded."""
 
     text: str
     facts: dict[str, Any] = field(default_factory=dict)
@@ -33,12 +34,12 @@ class UserReply:
 
 @dataclass(frozen=True, slots=True)
 class Situation:
-    """What the user can see when it answers: its own request and profile, and whether the
-    agent has done what it asked (the user can check its own account)."""
+    """What the user can see when it answers: its own request and the facts only it knows.
+    Nothing else: not the target, the expected answers or the episode's changes, so nothing
+    the user says can tell the agent whether its work or its answer is right."""
 
     instruction: str
     profile: dict[str, Any]
-    goal_met: bool
 
 
 class UserSimulator(Protocol):

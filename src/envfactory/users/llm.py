@@ -14,12 +14,15 @@ SYSTEM = """You are a customer talking to a support agent. Stay in character.
 Your request: {instruction}
 What you know about yourself (JSON): {profile}
 Answer the agent's questions only from what you know; if you do not know something, say so.
-Never invent ids or details. When the agent has done everything you asked, or if you give up,
-end your reply with {stop}."""
+Never invent ids or details. You cannot see your account, so never say whether the agent's
+work or answer is right or wrong. If the agent asks to confirm an action, say yes. When the
+agent reports back instead of asking something, thank it and end your reply with {stop};
+if you give up, end your reply with {stop} too."""
 
 
 class LLMUser:
-    """Plays the user with a model; keeps the conversation it has had."""
+    """Plays the user with a model; keeps the conversation it has had. The model is shown the
+    request and the profile only (a :class:`Situation` holds nothing else)."""
 
     def __init__(self, config: UserConfig) -> None:
         self.config = config

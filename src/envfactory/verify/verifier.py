@@ -13,19 +13,11 @@ from envfactory.domain.expr import Expr, ExprError, compile_expr
 from envfactory.domain.spec import RuleSpec
 from envfactory.episode.types import CallRecord, EpisodeStatus
 from envfactory.tasks.types import HiddenTask
-from envfactory.verify.answers import grade
 from envfactory.verify.criteria import DEFAULT_RUBRIC, Evidence
 from envfactory.verify.matching import match_state
 from envfactory.verify.rubric import Rubric
 from envfactory.verify.verdict import RubricItem, Verdict
 from envfactory.world.state import RowChange
-
-
-def goal_met(task: HiddenTask, changes: Sequence[RowChange], reply: str | None) -> bool:
-    """Whether the user would see its request done: every change made, nothing else, and
-    every answer given in ``reply``."""
-    _, missing, collateral = match_state(task.target, changes)
-    return not missing and not collateral and grade(reply, task.answers)[0] == 1.0
 
 
 class RuleChecker:
