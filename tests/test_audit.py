@@ -153,7 +153,7 @@ def test_report_renders_its_plots_in_chromium(audited: tuple[list[dict[str, Any]
                 "return arguments[0].complete && arguments[0].naturalWidth > 100", img
             )
             assert rendered, img.get_attribute("alt")
-        rows = driver.find_elements("css selector", "table tr")
+        rows = driver.find_elements("css selector", "table.summary tr")
         assert len(rows) == len(results) + 1
     finally:
         driver.quit()

@@ -137,7 +137,8 @@ def render(reports: Sequence[AuditReport]) -> str:
         "<!doctype html><html><head><meta charset='utf-8'><title>envfactory audit</title>"
         f"<style>{STYLE}</style></head><body><h1>envfactory audit</h1>"
         f"<p>{passed} of {len(reports)} environments passed.</p>"
-        f"<table><tr><th>env</th><th>kind</th><th>verdict</th>{head}</tr>{''.join(rows)}</table>"
+        '<table class="summary"><tr><th>env</th><th>kind</th><th>verdict</th>'
+        f"{head}</tr>{''.join(rows)}</table>"
         f"{''.join(sections)}</body></html>"
     )
 
