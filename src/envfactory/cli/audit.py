@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 
 import typer
@@ -14,6 +14,7 @@ from envfactory.cli.common import console, err_console, fail, print_json
 from envfactory.quality.audit import AuditReport, audit
 from envfactory.quality.report import write_report
 from envfactory.registry import list_envs, make
+from envfactory.workers import worker_pool
 
 
 def _audit_one(env_id: str, n: int, seed: int) -> AuditReport:
@@ -50,7 +51,7 @@ def audit_cmd(
                 results[env_id] = _audit_one(env_id, n, seed)
                 bar.advance(job)
         else:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
+            with worker_pool(jobs) as pool:
                 futures = {pool.submit(_audit_one, e, n, seed): e for e in ids}
                 for done in as_completed(futures):
                     results[futures[done]] = done.result()

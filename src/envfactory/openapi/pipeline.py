@@ -28,7 +28,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -47,6 +47,7 @@ from envfactory.openapi.names import world_id
 from envfactory.quality.audit import AuditReport, audit
 from envfactory.registry import list_envs
 from envfactory.tasks.seeds import SPLIT_SHARES
+from envfactory.workers import worker_pool
 
 REASONS = (
     "malformed",
@@ -285,7 +286,7 @@ def _results(items: list[tuple[Path, str]], s: Settings, jobs: int) -> Iterator[
         for path, source in items:
             yield import_one(path, source, s)
         return
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker) as pool:
+    with worker_pool(jobs, initializer=_init_worker) as pool:
         pending: set[Future[SpecResult]] = set()
         queue = iter(items)
         for path, source in queue:

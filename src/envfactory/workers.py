@@ -1,0 +1,74 @@
+"""Worker pools that never outlive the command that started them.
+
+A process pool's workers are forked children; when the command is killed (SIGKILL from a
+time limit, SIGTERM, Ctrl-C) they would be re-parented to init and go on running, with any
+sandboxes they started. :func:`worker_pool` closes both ways out:
+
+- each worker asks the kernel for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``), so a
+  parent killed outright takes its workers along; sandboxes die with their worker in turn
+  (bubblewrap's ``--die-with-parent``);
+- while the pool is open, SIGTERM raises :class:`SystemExit` in the main thread, and leaving
+  the pool by any exception (that, or Ctrl-C's ``KeyboardInterrupt``) kills the workers at
+  once instead of waiting for their jobs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from types import FrameType
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when its parent (``parent``) exits; exit now if
+    it already has (it may die before the request is made)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _start_worker(parent: int, initializer: Callable[[], object] | None) -> None:
+    die_with_parent(parent)
+    if initializer is not None:
+        initializer()
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def worker_pool(
+    jobs: int, initializer: Callable[[], object] | None = None
+) -> Iterator[ProcessPoolExecutor]:
+    """A process pool of ``jobs`` workers whose workers die with this process; used as
+    ``with worker_pool(4) as pool: ...``. Submit from the thread that opened it: a worker's
+    death signal follows the thread that forked it."""
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, initializer=_start_worker, initargs=(os.getpid(), initializer)
+    )
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if main else None
+    try:
+        yield pool
+    except BaseException:
+        for process in list(pool._processes.values()):
+            with contextlib.suppress(OSError, ValueError):
+                process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    else:
+        pool.shutdown(wait=True)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
