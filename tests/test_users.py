@@ -1,5 +1,6 @@
 """The user in the loop: facts only the user holds, asked for and answered deterministically;
-"I don't know" for the rest; a stop signal when the goal is met or abandoned."""
+"I don't know" for the rest, "yes" to confirmations, and any report ends the episode. Nothing it
+says depends on the target, the answers or the state (issue 14: the user as an answer oracle)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from properties import budget
 
+import envfactory
 from envfactory.episode.base import EpisodeConfig
 from envfactory.episode.runner import run_episode
 from envfactory.episode.types import Message, ToolCall
 from envfactory.policies.scripted import Oracle
 from envfactory.tasks.types import SPLITS, Task
 from envfactory.users.base import STOP, UserConfig
+from envfactory.users.scripted import THANKS
 from envfactory.world.environment import DatabaseEnvironment as Environment
 
 
@@ -71,17 +77,105 @@ def test_user_gives_up_after_unanswerable_questions(retail: Environment) -> None
     assert ep.evaluate().reward == 0.0
 
 
-def test_user_stops_when_its_goal_is_met(retail: Environment) -> None:
+def test_user_takes_a_report_as_the_end_whatever_the_state(retail: Environment) -> None:
+    """The user cannot see the account: a report ends the episode whether or not the work was
+    done, and the verdict, not the user, tells the two apart."""
     task = next(t for i in range(50) if not (t := retail.task("train", 2, i)).hidden.answers)
+    outcomes = []
+    for work in (False, True):
+        ep = retail.episode()
+        ep.reset(task)
+        before = ep.step(Message(content="Shall I go on?", final=False))
+        assert not before.done and "go ahead" in before.content.lower()
+        if work:
+            for step in task.hidden.gold_plan:
+                ep.step(ToolCall(tool=step.tool, arguments=step.arguments))
+        after = ep.step(Message(content="All done: your request is handled.", final=False))
+        assert after.done and after.data["stop"] is True and ep.status == "completed"
+        outcomes.append((after.content, ep.evaluate().reward))
+    assert outcomes[0][0] == outcomes[1][0]
+    assert [r for _, r in outcomes] == [0.0, 1.0]
+
+
+def test_closing_question_ends_and_unknown_questions_do_not(retail: Environment) -> None:
     ep = retail.episode()
-    ep.reset(task)
-    before = ep.step(Message(content="Shall I go on?", final=False))
-    assert not before.done and "go ahead" in before.content.lower()
-    for step in task.hidden.gold_plan:
-        ep.step(ToolCall(tool=step.tool, arguments=step.arguments))
-    after = ep.step(Message(content="All done. Anything else?", final=False))
-    assert after.done and after.data["stop"] is True
-    assert ep.evaluate().reward == 1.0
+    ep.reset(retail.task("train", 1, 0))
+    assert not ep.step(Message(content="Which colour do you prefer?", final=False)).done
+    assert not ep.step(Message(content="Would you like me to proceed?", final=False)).done
+    end = ep.step(Message(content="Your order is updated. Anything else?", final=False))
+    assert end.done and ep.reply == "Your order is updated. Anything else?"
+
+
+def _answer_only(env: Environment, n: int = 40) -> list[Task]:
+    return [
+        t
+        for d in env.difficulties
+        for i in range(n)
+        if (t := env.task("test", d, i)).hidden.answers and not t.hidden.target
+    ]
+
+
+def test_enumerating_answers_through_the_user_earns_nothing() -> None:
+    """Issue 14's reproduction: on a helpdesk question whose answer is a whole number, numbers
+    0-11 then 12-23 as non-final messages, no tool call. The user used to stop on the batch
+    holding the answer (reward 1.0); now the first batch is the agent's one committed reply,
+    and a list of candidates is no answer."""
+    env = envfactory.make("helpdesk")
+    tasks = [
+        t
+        for t in _answer_only(env)
+        if len(t.hidden.answers) == 1 and t.hidden.answers[0] in range(24)
+    ]
+    assert tasks
+    batches = [", ".join(map(str, range(12))), ", ".join(map(str, range(12, 24)))]
+    for task in tasks:
+        for order in (batches, batches[::-1]):  # the answer in the second batch, then the first
+            ep = env.episode()
+            ep.reset(task)
+            first = ep.step(Message(content=order[0], final=False))
+            assert first.done and first.content == THANKS
+            assert ep.step(Message(content=order[1], final=False)).done  # episode over
+            assert ep.reply == order[0]
+            assert ep.evaluate().reward == 0.0 and not ep.log
+
+
+@pytest.mark.parametrize("env_id", ["clinic", "airline", "helpdesk", "library"])
+def test_what_the_user_says_never_depends_on_the_answer(env_id: str) -> None:
+    """The same messages, one naming the right answer and one a wrong value: the user says
+    the same thing, so talking to it tells the agent nothing about what is right."""
+    env = envfactory.make(env_id)
+    for task in _answer_only(env, 8):
+        right = ", ".join(str(a) for a in task.hidden.answers)
+        seen = []
+        for value in (right, "nothing like it"):
+            ep = env.episode()
+            ep.reset(task)
+            said = [
+                ep.step(Message(content=text.format(value), final=False)).content
+                for text in ("Is it {}?", "Could you confirm it is {}?", "It is {}.")
+            ]
+            seen.append(said)
+        assert seen[0] == seen[1], task.task_id
+
+
+@given(message=st.text(max_size=200))
+@budget(60, fixtures=True)
+def test_the_user_reply_is_a_function_of_the_text_and_profile(
+    retail: Environment, message: str
+) -> None:
+    """Whatever the agent says, the user answers the same before and after the work is done:
+    the state (and so whether the goal is met) never reaches it."""
+    task = next(t for i in range(50) if (t := retail.task("train", 2, i)).hidden.target)
+    replies = []
+    for work in (False, True):
+        ep = retail.episode()
+        ep.reset(task)
+        if work:
+            for step in task.hidden.gold_plan:
+                ep.step(ToolCall(tool=step.tool, arguments=step.arguments))
+        obs = ep.step(Message(content=message, final=False))
+        replies.append((obs.content, obs.done, obs.data))
+    assert replies[0] == replies[1]
 
 
 class _ChatServer(BaseHTTPRequestHandler):

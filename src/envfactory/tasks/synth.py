@@ -33,6 +33,7 @@ from envfactory.tasks.types import (
     Task,
 )
 from envfactory.tools.runtime import RowLoad, RowsQuery
+from envfactory.verify.answers import Vocabulary
 from envfactory.world.state import RowChange, hex_hash, patched_hash
 from envfactory.world.store import Store
 from envfactory.world.world import World
@@ -227,6 +228,19 @@ class TaskFactory:
         self._pools: dict[tuple[str, int], list[tuple[int, str]]] = {}
         self.public_rules = [r.text for r in self.spec.rules]
         self.tool_names = list(world.tools)
+        self._vocabulary: Vocabulary | None = None
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        """The world's column values, which word answers are graded against (built once)."""
+        if self._vocabulary is None:
+            columns = {
+                f"{name}.{column}": [row[i] for row in self.world.base.rows[name].values()]
+                for name, table in self.world.tables.items()
+                for i, column in enumerate(table.columns)
+            }
+            self._vocabulary = Vocabulary(columns)
+        return self._vocabulary
 
     @property
     def difficulties(self) -> list[int]:
@@ -538,6 +552,7 @@ class TaskFactory:
             gold_plan=plan,
             target=target,
             answers=answers,
+            answer_key=self.vocabulary.key(instruction, answers),
             profile=profile,
             asks=asks,
             setup=setup,

@@ -62,6 +62,17 @@ class TargetChange(BaseModel):
     after: dict[str, Any] | None
 
 
+class AnswerKey(BaseModel):
+    """What grading the answers needs besides their values: the request (a reply may repeat
+    what it names) and, for answers that are words (names, cities, statuses), the words of the
+    same kind the world holds, so a reply naming two of them commits to neither."""
+
+    model_config = ConfigDict(frozen=True)
+
+    request: str = ""
+    words: list[str] = Field(default_factory=list)
+
+
 class HiddenTask(BaseModel):
     """The task as the verifier knows it."""
 
@@ -72,6 +83,9 @@ class HiddenTask(BaseModel):
     gold_plan: list[PlanStep]
     target: list[TargetChange]
     answers: list[Any] = Field(default_factory=list, description="values the reply must give")
+    answer_key: AnswerKey = Field(
+        default_factory=AnswerKey, description="the candidates a reply is graded against"
+    )
     profile: dict[str, Any] = Field(
         default_factory=dict, description="facts only the user knows, given when asked"
     )

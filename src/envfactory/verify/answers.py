@@ -1,66 +1,171 @@
-"""Does a reply give the answers the user asked for?
+"""Does a reply give the answers the user asked for, each as one committed value?
 
-Numbers are read out of the text (ids and dates are not numbers here) and compared with a
-tolerance of half a cent; other answers must appear as words. A reply that lists many
-candidate numbers, or runs long, is a guess spread and earns nothing.
+Every expected answer has a kind, read from its value: yes/no, a number, a date, a clock time,
+a code (one token with digits: seat ``29B``, tracking number ``200537866304``) or a word (a
+name, a city, a status). The reply's mentions of that kind are read with the reader that finds
+the answer (:mod:`envfactory.verify.mentions`), so whatever could match counts as a candidate;
+the words a reply could name are the values the answer's column holds in the world, recorded
+on the task at synthesis (:class:`~envfactory.tasks.types.AnswerKey`).
+
+The rule: for each kind asked for, the reply may name no more distinct values of that kind than
+answers of that kind were asked for; values the request itself names do not count (repeating
+the question is not a guess). A reply that names more earns nothing for its answers, whatever
+its format: a list of candidates is no answer. Otherwise the score is the fraction of expected
+answers given. A fractional number (45.20) can only be matched by fractional numbers, so only
+those are its candidates; a whole one (45) has every number as a candidate.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from envfactory.domain.expr import FUNCTIONS
+from envfactory.tasks.types import AnswerKey
+from envfactory.verify import mentions as m
 
-_NUMBER = re.compile(r"(?<![\w.-])-?\$?\d[\d,]*(?:\.\d+)?(?![\w-])")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-MAX_NUMBERS = 12
+Kind = Literal["yes/no", "number", "fraction", "date", "time", "code", "word"]
 MAX_REPLY_CHARS = 2000
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_CLOCK = re.compile(r"^([01]?\d|2[0-3]):[0-5]\d$")
+_NUMERIC = re.compile(r"^-?\d+(?:\.\d+)?$")
+_WIDER: dict[Kind, Kind] = {"fraction": "number"}  # every fractional number is a number
 
 
-def numbers_in(text: str) -> list[float]:
-    out = []
-    for m in _NUMBER.finditer(text):
-        token = m.group(0).replace("$", "").replace(",", "").rstrip(".")
-        try:
-            out.append(float(token))
-        except ValueError:
-            continue
-    return out
+def kind_of(expected: Any) -> Kind:
+    """The kind of an expected answer, from its value."""
+    if isinstance(expected, bool):
+        return "yes/no"
+    if isinstance(expected, (int, float)):
+        return "number" if float(round(expected, 2)).is_integer() else "fraction"
+    text = str(expected).strip()
+    if _ISO_DATE.match(text):
+        return "date"
+    if _CLOCK.match(text):
+        return "time"
+    if _NUMERIC.match(text) and len(text.lstrip("-").split(".")[0]) < m.CODE_DIGITS:
+        return kind_of(float(text))
+    if any(c.isdigit() for c in text) and not any(c.isspace() for c in text):
+        return "code"
+    return "word"
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What one text names, for the kinds being graded."""
+
+    text: str  # lower-cased, whitespace collapsed
+    blanked: str  # the same, its dates and times blanked out
+    amounts: m.Amounts
+    days: set[m.Date]
+    times: set[int]
+
+    @classmethod
+    def of(cls, text: str) -> _Reading:
+        low = m.norm(text)
+        blanked = m.blank(low)
+        days = m.resolve_years(m.read_dates(low))
+        return cls(low, blanked, m.read_amounts(blanked), days, m.read_times(low))
+
+    def candidates(self, kind: Kind, expected: Sequence[Any], words: Iterable[str]) -> set[Any]:
+        """The distinct values of ``kind`` this text names (``expected``: the answers of that
+        kind, whose shapes say what a code looks like)."""
+        if kind == "number":
+            return set(self.amounts.values)
+        if kind == "fraction":
+            return set(self.amounts.fractional())
+        if kind == "date":
+            return set(self.days)
+        if kind == "time":
+            return set(self.times)
+        if kind == "yes/no":
+            return m.read_yes_no(self.text)
+        if kind == "code":
+            shapes = {m.code_pattern(str(e).lower()) for e in expected}
+            return {c for shape in shapes for c in m.read_codes(self.blanked, shape)}
+        vocabulary = {m.norm(w) for w in (*words, *map(str, expected))}
+        return {w for w in vocabulary if m.says(self.text, w)}
+
+    def gives(self, expected: Any) -> bool:
+        kind = kind_of(expected)
+        if kind in ("number", "fraction"):
+            return self.amounts.has(float(expected))
+        if kind == "date":
+            day = m.date_of(str(expected))
+            return any(m.same_day(day, said) for said in self.days)
+        if kind == "time":
+            return m.time_of(str(expected).strip()) in self.times
+        if kind == "yes/no":
+            return ("yes" if expected else "no") in m.read_yes_no(self.text)
+        if kind == "code":
+            code = str(expected).lower()
+            return code in m.read_codes(self.blanked, m.code_pattern(code))
+        return m.says(self.text, m.norm(str(expected)))
+
+
+def _same(expected: Any) -> Any:
+    """``expected`` as compared with other answers (45.2 is 45.20; "29B" is "29b")."""
+    if kind_of(expected) in ("number", "fraction"):
+        return round(float(expected), 2)
+    return expected if isinstance(expected, bool) else m.norm(str(expected))
 
 
 def gives(reply: str, expected: Any) -> bool:
-    """Whether ``reply`` states ``expected``."""
-    if isinstance(expected, bool):
-        word = "yes" if expected else "no"
-        return re.search(rf"\b{word}\b", reply.lower()) is not None
-    if isinstance(expected, (int, float)):
-        return any(abs(x - float(expected)) <= 0.005 for x in numbers_in(reply))
-    text = _norm(reply)
-    if isinstance(expected, str) and _DATE.match(expected):
-        pretty = _norm(FUNCTIONS["pretty_date"](expected))
-        return _says(text, expected) or _says(text, pretty)
-    return _says(text, _norm(str(expected)))
+    """Whether ``reply`` states ``expected`` (not whether it commits to it: see :func:`grade`)."""
+    return _Reading.of(reply).gives(expected)
 
 
-def _says(text: str, phrase: str) -> bool:
-    """``phrase`` as whole words of ``text`` (an answer "A" is not in "a day")."""
-    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text) is not None
-
-
-def grade(reply: str | None, expected: list[Any]) -> tuple[float, str]:
-    """Score in [0, 1] (fraction of answers given) and why."""
+def grade(
+    reply: str | None, expected: Sequence[Any], key: AnswerKey | None = None
+) -> tuple[float, str]:
+    """Score in [0, 1] (the fraction of answers given, or 0 for a list of candidates) and
+    why. ``key`` names the request (whose values a reply may repeat) and the words of the
+    answers' kind; without one, a word answer has only itself as a candidate."""
     if not expected:
         return 1.0, "no answer was asked for"
     if not reply:
         return 0.0, "no reply was given"
     if len(reply) > MAX_REPLY_CHARS:
         return 0.0, f"the reply is longer than {MAX_REPLY_CHARS} characters"
-    if len(set(numbers_in(reply))) > MAX_NUMBERS:
-        return 0.0, f"the reply lists more than {MAX_NUMBERS} numbers"
-    hits = sum(gives(reply, e) for e in expected)
+    key = key or AnswerKey()
+    said, asked = _Reading.of(reply), _Reading.of(key.request)
+    # Distinct values by kind: two questions with the same answer are answered by one value.
+    kinds = Counter(kind for kind, _ in {(kind_of(e), _same(e)) for e in expected})
+    for kind in kinds:
+        of_kind = [e for e in expected if kind_of(e) == kind]
+        named = said.candidates(kind, of_kind, key.words)
+        named -= asked.candidates(kind, of_kind, key.words)
+        allowed = sum(n for k, n in kinds.items() if k == kind or _WIDER.get(k) == kind)
+        if len(named) > allowed:
+            return 0.0, (
+                f"the reply names {len(named)} values of kind {kind} where {allowed} "
+                "was asked for: a list of candidates is no answer"
+            )
+    hits = sum(said.gives(e) for e in expected)
     return hits / len(expected), f"{hits} of {len(expected)} requested answers given"
+
+
+class Vocabulary:
+    """The string values of a world's columns: a word answer's candidates are the values of
+    the columns that hold it (a speaker's name: every speaker's name)."""
+
+    def __init__(self, columns: Mapping[str, Iterable[Any]]) -> None:
+        self.columns = {
+            name: frozenset(m.norm(v) for v in values if isinstance(v, str))
+            for name, values in columns.items()
+        }
+        self.holding: dict[str, list[str]] = {}
+        for name, values in self.columns.items():
+            for value in values:
+                self.holding.setdefault(value, []).append(name)
+
+    def key(self, request: str, answers: Sequence[Any]) -> AnswerKey:
+        """The answer key of a task that asks ``request`` and expects ``answers``."""
+        words: set[str] = set()
+        for answer in answers:
+            if kind_of(answer) == "word":
+                for column in self.holding.get(m.norm(str(answer)), ()):
+                    words |= self.columns[column]
+        return AnswerKey(request=request, words=sorted(words))

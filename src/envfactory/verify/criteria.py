@@ -41,7 +41,7 @@ class Evidence:
 
     @cached_property
     def answer(self) -> tuple[float, str]:
-        return grade(self.reply, self.task.answers)
+        return grade(self.reply, self.task.answers, self.task.answer_key)
 
     @property
     def writes(self) -> int:

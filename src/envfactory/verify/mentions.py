@@ -1,0 +1,184 @@
+"""The values a text mentions, by kind: dates, clock times, numbers, codes, yes/no and words.
+
+One reader per kind, used both to find an expected answer in a reply and to count the other
+candidates of its kind there, so whatever could match an answer is also counted. Dates and
+times are read first and blanked out, so their digits are not numbers; ids and codes (``29B``,
+``ORD-00062``, ``555-292-0857``) are not numbers either.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+_MONTH_NAMES = [name.lower() for name in calendar.month_name[1:]]
+_MONTH = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(\d{4})"
+# Each date form, with the order of its (year, month, day) groups.
+_DATE_FORMS: tuple[tuple[re.Pattern[str], tuple[int, int, int]], ...] = (
+    (re.compile(r"(?<!\d)(\d{4})[-/](\d{1,2})[-/](\d{1,2})(?!\d)"), (1, 2, 3)),
+    (re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4})(?![\d/])"), (3, 1, 2)),  # US m/d/y
+    (re.compile(rf"\b{_MONTH}\s+{_DAY}(?:,?\s+{_YEAR})?(?!\d)"), (3, 1, 2)),
+    (re.compile(rf"(?<!\d){_DAY}(?:\s+of)?\s+{_MONTH}(?:,?\s+{_YEAR})?(?![\w])"), (3, 2, 1)),
+)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH}\s+{_YEAR}(?!\d)")  # no day: a period, not a date
+_MERIDIEM = r"\s*([ap])\.?\s?m\b\.?"
+_TIMES = (
+    re.compile(rf"(?<![\d:.])(\d{{1,2}}):(\d{{2}})(?::\d{{2}})?(?:{_MERIDIEM})?(?![\d:])"),
+    re.compile(rf"(?<![\d:.])(\d{{1,2}})()(?:{_MERIDIEM})"),
+)
+_NOON = re.compile(r"\b(noon|midday|midnight)\b")
+_NUMBER = re.compile(
+    r"(?<![\w.,-])(-)?([$€£])?\s?(-)?((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?![\w-]|[.,]\d)"
+    r"(\s*(?:dollars?|usd|eur|euros?|gbp)\b)?"
+)
+_ORDINAL = re.compile(r"^\d+(st|nd|rd|th)$")
+_YES_NO = re.compile(r"\b(yes|no)\b")
+CODE_DIGITS = 7  # a bare run of this many digits is a code, not an amount
+Date = tuple[int | None, int, int]  # (year or None when not said, month, day)
+
+
+def read_dates(text: str) -> set[Date]:
+    """Every date ``text`` names (lower-cased text), in any of the usual forms."""
+    out: set[Date] = set()
+    for pattern, (y, m, d) in _DATE_FORMS:
+        for match in pattern.finditer(text):
+            month = match.group(m)
+            mm = int(month) if month.isdigit() else _month(month)
+            year = match.group(y)
+            day = _date(int(year) if year else None, mm, int(match.group(d)))
+            if day is not None:
+                out.add(day)
+    return out
+
+
+def _month(name: str) -> int:
+    return next(i for i, full in enumerate(_MONTH_NAMES, 1) if full.startswith(name[:3]))
+
+
+def _date(year: int | None, month: int, day: int) -> Date | None:
+    try:
+        dt.date(year or 2024, month, day)  # 2024: a leap year, so February 29 is a date
+    except ValueError:
+        return None
+    return (year, month, day)
+
+
+def date_of(iso: str) -> Date:
+    d = dt.date.fromisoformat(iso)
+    return (d.year, d.month, d.day)
+
+
+def same_day(expected: Date, said: Date) -> bool:
+    return said[1:] == expected[1:] and said[0] in (None, expected[0])
+
+
+def resolve_years(days: set[Date]) -> set[Date]:
+    """A date said without its year is the day of that month and day that the text names
+    with a year, if any (it only repeats it); otherwise it stays yearless."""
+    full = {(mm, d) for y, mm, d in days if y is not None}
+    return {day for day in days if day[0] is not None or day[1:] not in full}
+
+
+def read_times(text: str) -> set[int]:
+    """Every clock time ``text`` names, as minutes after midnight ("9:30", "09:30 am", "2 pm",
+    "noon")."""
+    out: set[int] = set()
+    for pattern in _TIMES:
+        for match in pattern.finditer(text):
+            hour, minute = int(match.group(1)), int(match.group(2) or 0)
+            half = match.group(3)
+            if half is not None:
+                if not 1 <= hour <= 12:
+                    continue
+                hour = hour % 12 + (12 if half == "p" else 0)
+            if hour < 24 and minute < 60:
+                out.add(hour * 60 + minute)
+    for match in _NOON.finditer(text):
+        out.add(0 if match.group(1) == "midnight" else 720)
+    return out
+
+
+def time_of(text: str) -> int:
+    hour, minute = text.split(":")
+    return int(hour) * 60 + int(minute)
+
+
+@dataclass(frozen=True, slots=True)
+class Amounts:
+    """The numbers a text states. When any is marked as money (``$45``, ``45 dollars``), only
+    the marked ones are amounts: the rest are quantities ("2 items"), not answers."""
+
+    values: frozenset[float]
+
+    def fractional(self) -> frozenset[float]:
+        return frozenset(v for v in self.values if not float(round(v, 2)).is_integer())
+
+    def has(self, expected: float) -> bool:
+        return any(abs(v - expected) <= 0.005 for v in self.values)
+
+
+def read_amounts(text: str) -> Amounts:
+    """The numbers of a lower-cased text whose dates and times are blanked out. A bare
+    four-digit number from 1900 to 2100 is a year, and a bare run of ``CODE_DIGITS`` or more
+    digits a code (a tracking or phone number): neither is an amount."""
+    plain: set[float] = set()
+    marked: set[float] = set()
+    for match in _NUMBER.finditer(text):
+        sign, currency, signed, digits, unit = match.groups()
+        money = bool(currency or unit)
+        bare = not money and "," not in digits and "." not in digits
+        if bare and (
+            len(digits) >= CODE_DIGITS or (len(digits) == 4 and 1900 <= int(digits) <= 2100)
+        ):
+            continue
+        value = float(digits.replace(",", "")) * (-1 if sign or signed else 1)
+        (marked if money else plain).add(round(value, 2))
+    return Amounts(frozenset(marked or plain))
+
+
+def blank(text: str) -> str:
+    """``text`` with its dates, month-and-year periods and clock times replaced by spaces."""
+    patterns = [p for p, _ in _DATE_FORMS] + [_MONTH_YEAR, *_TIMES]
+    for pattern in patterns:
+        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
+    return text
+
+
+def code_pattern(code: str) -> re.Pattern[str]:
+    """Tokens built like ``code``: its runs of letters and of digits, of any length, and the
+    same punctuation (seat ``29B``: ``5A``, ``40F``; ``ORD-00062``: ``BK-7``). A code of
+    digits alone is a run of at least ``CODE_DIGITS`` digits (shorter ones are numbers)."""
+    if code.isdigit():
+        return re.compile(rf"(?<!\w)\d{{{CODE_DIGITS},}}(?!\w)")
+    runs = re.findall(r"[^\W\d_]+|\d+|.", code)
+    parts = [
+        "[^\\W\\d_]+" if r[0].isalpha() else r"\d+" if r[0].isdigit() else re.escape(r)
+        for r in runs
+    ]
+    return re.compile(rf"(?<!\w){''.join(parts)}(?!\w)")
+
+
+def read_codes(text: str, shape: re.Pattern[str]) -> set[str]:
+    """The tokens of ``text`` (dates and times blanked) built like a code; ordinals ("2nd")
+    are not codes."""
+    return {c for c in shape.findall(text) if not _ORDINAL.match(c)}
+
+
+def read_yes_no(text: str) -> set[str]:
+    return set(_YES_NO.findall(text))
+
+
+def says(text: str, phrase: str) -> bool:
+    """``phrase`` as whole words of ``text`` (an answer "A" is not in "a day")."""
+    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text) is not None
+
+
+def norm(text: str) -> str:
+    return " ".join(text.lower().split())
