@@ -14,7 +14,9 @@ DEFAULT_SYSTEM = (
     "# Rules\n{rules}\n\n"
     "Use the tools to look things up and to make changes; never guess an id. Ask the user "
     "for anything only they know. When the request is handled (or cannot be), tell the user "
-    "in a short message."
+    "in a short message: that message ends the conversation and is your answer. Give each "
+    "value asked for once, and name no other value of its kind (a list of candidates is no "
+    "answer)."
 )
 
 
