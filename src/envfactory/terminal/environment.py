@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import threading
@@ -11,7 +12,7 @@ from typing import Any, Literal
 from envfactory.env import EnvInfo, Environment
 from envfactory.episode.base import EpisodeConfig
 from envfactory.errors import SynthesisError
-from envfactory.tasks.seeds import split_of, stable_hash, task_seed
+from envfactory.tasks.seeds import stable_hash, task_seed
 from envfactory.tasks.types import PublicTask, Split, Task
 from envfactory.terminal import tools
 from envfactory.terminal.checks import static_passes
@@ -27,6 +28,7 @@ RULES = [
     "When you are done, reply with a short final message.",
 ]
 MAX_ATTEMPTS = 400
+TRAIN_SHARE = 0.5  # of each content key's hash range; a train task needs all three in it
 
 
 class TerminalEnvironment(Environment):
@@ -57,19 +59,39 @@ class TerminalEnvironment(Environment):
             return self._make(split, difficulty, index)
 
     def _generate(self, split: Split, difficulty: int, index: int) -> Task:
-        """Draw until a task lands in ``split`` (by a hash of its content) and fails at start."""
+        """Draw until a task lands in ``split`` (by hashes of its content) and fails at start."""
         base = task_seed(self.id, split, difficulty, index)
         for attempt in range(MAX_ATTEMPTS):
             rng = random.Random(stable_hash(base, self.seed, attempt))
             draft = self.family.generate(rng, difficulty)
-            fingerprint = _fingerprint(draft)
-            if split_of(self.id, "task", fingerprint) != split:
+            if self.split_of(draft) != split:
                 continue
             initial = tree_of(draft.files)
             if static_passes(draft.tests, initial):
                 continue
-            return self._task(draft, split, difficulty, index, fingerprint, tree_hash(initial))
+            fp = _fingerprint(draft)
+            return self._task(draft, split, difficulty, index, fp, tree_hash(initial))
         raise SynthesisError(f"no {split} task at {self.id} difficulty {difficulty}")
+
+    def split_of(self, draft: Draft) -> Split | None:
+        """The split ``draft`` belongs to, or None when it belongs to none.
+
+        Its instruction, its gold plan and its tests (what it asks, its solution, its
+        target) each hash to train or held-out; a task is train when all three do, held-out
+        when all three do, and is drawn again otherwise. So no instruction, solution or
+        target of a held-out task is ever those of a train task. Held-out tasks divide into
+        validation and test by their solution's hash."""
+        keys = {
+            "instruction": draft.instruction,
+            "solution": json.dumps([s.model_dump() for s in draft.gold], sort_keys=True),
+            "target": json.dumps([t.model_dump() for t in draft.tests], sort_keys=True),
+        }
+        held = {_unit(self.id, kind, key) >= TRAIN_SHARE for kind, key in keys.items()}
+        if len(held) > 1:
+            return None
+        if not held.pop():
+            return "train"
+        return "validation" if _unit(self.id, "held-out", keys["solution"]) < 0.5 else "test"
 
     def _task(
         self, d: Draft, split: Split, difficulty: int, index: int, fp: str, initial: str
@@ -152,3 +174,8 @@ def _fingerprint(d: Draft) -> str:
     parts += [f.model_dump_json() for f in d.files]
     parts += [t.model_dump_json() for t in d.tests]
     return f"{stable_hash(*parts):016x}"
+
+
+def _unit(env_id: str, kind: str, key: str) -> float:
+    """A content key's place in [0, 1), by a stable hash."""
+    return stable_hash("split", env_id, kind, key) / 2**64
