@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from serving_helpers import TRAINER_TOKEN
 
 import envfactory
 from envfactory.serving import ServeConfig, running
@@ -14,7 +15,8 @@ from envfactory.world.environment import DatabaseEnvironment
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[Running]:
-    with running(ServeConfig(envs=("retail",), max_sessions=4096)) as srv:
+    config = ServeConfig(envs=("retail",), max_sessions=4096, trainer_token=TRAINER_TOKEN)
+    with running(config) as srv:
         yield srv
 
 

@@ -8,6 +8,7 @@ from envfactory.episode.types import Message, Observation, ToolCall
 from envfactory.policies.scripted import Oracle
 from envfactory.tasks.types import Task
 
+TRAINER_TOKEN = "the-trainers-own-token"  # the shared server's trainer routes
 HIDDEN_KEYS = ("gold_plan", "fingerprint", "knobs", "target", "answers", "profile", "asks")
 
 

@@ -8,11 +8,13 @@ import random
 from typing import Any
 
 import httpx
-from serving_helpers import assert_no_hidden
+from serving_helpers import TRAINER_TOKEN, assert_no_hidden
 
 from envfactory.serving.server import Running
 from envfactory.tasks.types import Task
 from envfactory.world.environment import DatabaseEnvironment
+
+TRAINER = {"X-Trainer-Token": TRAINER_TOKEN}
 
 SESSIONS = 500
 
@@ -83,7 +85,7 @@ async def run(
             await asyncio.gather(*(act(k, a) for k, a in batch))
         states = await asyncio.gather(*(http.get(f"/envfactory/sessions/{s}") for s in sids))
         verdicts = await asyncio.gather(
-            *(http.get(f"/envfactory/sessions/{s}/verdict") for s in sids)
+            *(http.get(f"/envfactory/trainer/sessions/{s}/verdict", headers=TRAINER) for s in sids)
         )
         bodies += [r.text for r in states] + [r.text for r in verdicts]
         await asyncio.gather(*(http.delete(f"/envfactory/sessions/{s}") for s in sids))

@@ -24,6 +24,7 @@ from envfactory.serving.models import ErrorOut, StatusOut
 from envfactory.serving.openenv import openenv_router
 from envfactory.serving.ors import BarePaths, ors_router
 from envfactory.serving.routes import envfactory_router
+from envfactory.serving.trainer import trainer_router
 
 DESCRIPTION = """\
 envfactory worlds over every protocol from one engine:
@@ -90,6 +91,8 @@ def create_app(
         from envfactory.curriculum.routes import curriculum_router
 
         app.include_router(curriculum_router(engine, Curriculum(config.curriculum)))
+    if config.trainer_token:
+        app.include_router(trainer_router(engine, config.trainer_token))
     app.include_router(openenv_router(engine))
     app.include_router(ors_router(engine))
     app.router.routes.append(

@@ -1,4 +1,5 @@
-"""Bearer-token guard: every route but ``/health`` requires the token when one is set.
+"""Bearer-token guard: every route but ``/health`` and the trainer's (which check their own
+token) requires the agents' token when one is set.
 
 The token is accepted as ``Authorization: Bearer <token>`` or ``X-API-Key: <token>`` (the header
 the Open Reward SDK sends), for HTTP requests and WebSocket handshakes alike.
@@ -12,6 +13,7 @@ import json
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 OPEN_PATHS = frozenset({"/health"})
+TRAINER_PATHS = "/envfactory/trainer/"  # guarded by the trainer's own token, not this one
 
 
 def presented_token(headers: list[tuple[bytes, bytes]]) -> str | None:
@@ -33,7 +35,8 @@ class TokenGuard:
         self.token = token.encode()
 
     def _allowed(self, scope: Scope) -> bool:
-        if scope.get("path") in OPEN_PATHS:
+        path = scope.get("path", "")
+        if path in OPEN_PATHS or path.startswith(TRAINER_PATHS):
             return True
         got = presented_token(scope.get("headers", []))
         return got is not None and hmac.compare_digest(got.encode(), self.token)

@@ -14,6 +14,9 @@ class ServeConfig:
 
     ``envs``: environment ids (empty: every registered one). ``token``: when set, every route
     but ``/health`` requires it (``Authorization: Bearer <token>`` or ``X-API-Key``).
+    ``trainer_token``: when set, the trainer's routes under ``/envfactory/trainer`` (the full
+    verdict with its rubric, mid-episode too) are served and require it in ``X-Trainer-Token``;
+    it must differ from ``token``, which agents hold. Unset: no trainer route exists.
     ``max_sessions``: live episodes across every protocol. ``idle_timeout``: seconds without a
     call before a session expires. ``inline_kinds``: kinds of world whose steps run on the
     event loop (microseconds each); other kinds step in a worker thread. ``gc_tuning``: no
@@ -32,6 +35,16 @@ class ServeConfig:
     gc_tuning: bool = True
     collect_after_closed: int = 1024
     curriculum: str | None = None  # a curriculum store: serves /envfactory/curriculum routes
+    trainer_token: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.trainer_token is not None and (
+            not self.trainer_token.strip() or self.trainer_token == self.token
+        ):
+            raise ValueError(
+                "the trainer token must be non-empty and differ from the agents' token: "
+                "whoever holds it can read every episode's target"
+            )
 
 
 def is_loopback(host: str) -> bool:

@@ -198,11 +198,24 @@ class Engine:
             return Outcome(obs, verdict.reward, True, verdict)
 
     async def evaluate(self, session: Session) -> Verdict:
-        """The verdict: final once the episode has finished, provisional before."""
+        """The full verdict, final once the episode has finished, provisional before: for the
+        trainer only (see :meth:`agent_verdict` for what an agent's session sees)."""
         if session.verdict is not None:
             return session.verdict
         async with session.lock:
             return await self._run(session.env, session.episode.evaluate)
+
+    def agent_verdict(self, session: Session) -> Verdict:
+        """What an agent's session may see of its verdict: once the episode has finished, the
+        reward, status and state hash, and no rubric (its reasons name the target's rows, which
+        would solve the same task when it is opened again). Before the end nothing: 409."""
+        final = session.verdict
+        if final is None:
+            raise Conflict(
+                f"the episode of session {session.id[:64]!r} is still running: its verdict is "
+                "given once it has finished"
+            )
+        return final.model_copy(update={"items": []})
 
     def close(self, sid: str) -> bool:
         return self.store.pop(sid) is not None

@@ -4,7 +4,8 @@ Each MCP session is one episode. Query parameters choose the task (``task_id``, 
 ``difficulty``, ``index``; by default train, the lowest difficulty, index 0). The episode's
 tools are the world's tools plus ``message_user`` and ``finish``; every call result carries
 ``structuredContent`` with ``reward`` and ``finished``; the resource ``envfactory://verdict``
-holds the verdict with its rubric. Deleting the MCP session closes the episode.
+holds reward and status once the episode has finished (no rubric: that is the trainer's).
+Deleting the MCP session closes the episode.
 """
 
 from __future__ import annotations
@@ -138,8 +139,7 @@ class McpEpisodes:
                 types.Resource(
                     uri=AnyUrl(VERDICT_URI),
                     name="verdict",
-                    description="The episode's verdict: reward, status and rubric items "
-                    "(provisional until the episode finishes).",
+                    description="The episode's reward and status, once it has finished.",
                     mimeType="application/json",
                 ),
                 types.Resource(
@@ -154,7 +154,7 @@ class McpEpisodes:
         async def read_resource(uri: AnyUrl) -> str:
             session = await self._session()
             if str(uri) == VERDICT_URI:
-                return (await self.engine.evaluate(session)).model_dump_json()
+                return self.engine.agent_verdict(session).model_dump_json()
             if str(uri) == TASK_URI:
                 return session.task.public.model_dump_json()
             raise BadRequest(f"no resource {str(uri)[:80]!r}")

@@ -75,11 +75,7 @@ def tool_output(outcome: Outcome) -> RunToolOutput:
     if obs.error is not None:
         metadata["error"] = obs.error.model_dump(exclude_none=True)
     if outcome.verdict is not None:
-        metadata["status"] = outcome.verdict.status
-        metadata["rubric"] = [
-            {"name": i.name, "kind": i.kind, "weight": i.weight, "score": i.score}
-            for i in outcome.verdict.items
-        ]
+        metadata["status"] = outcome.verdict.status  # no rubric: it is the trainer's
     output = ToolOutput(
         blocks=[TextBlock(text=obs.content)],
         metadata=metadata,

@@ -107,8 +107,9 @@ def envfactory_router(engine: Engine) -> APIRouter:
 
     @r.get("/sessions/{sid}/verdict", response_model=Verdict)
     async def verdict(sid: str) -> Verdict:
-        """The verdict and its rubric (provisional until the episode finishes)."""
-        return await engine.evaluate(engine.store.get(sid))
+        """Reward, status and state hash once the episode has finished (409 before); the rubric
+        is the trainer's (``/envfactory/trainer/sessions/{sid}/verdict``)."""
+        return engine.agent_verdict(engine.store.get(sid))
 
     @r.delete("/sessions/{sid}", response_model=Closed)
     async def close(sid: str) -> Closed:
