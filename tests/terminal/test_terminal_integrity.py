@@ -116,6 +116,13 @@ def test_deleting_the_sources_is_not_moving_them() -> None:
         assert _play(env.id, difficulty, [f"find {src} -type f {keep} -delete"], {}) == 0.0
 
 
+def test_one_mode_for_every_file_fixes_no_rule() -> None:
+    """A blanket `chmod 755` on every file passed the rules wanting 755 (mean 0.19)."""
+    for command in ("find . -type f -exec chmod 755 {} +", "chmod -R o-w ."):
+        for difficulty in (1, 4):
+            assert _play("term-permissions", difficulty, [command], {}) == 0.0
+
+
 def test_every_writable_place_is_capped() -> None:
     """/dev was an uncapped tmpfs: one command wrote 101 MB to /dev/shm."""
     limits = Limits(tmp_mb=4)

@@ -76,6 +76,16 @@ RULES = (
 )
 
 
+# Files no rule is about, in modes no one blanket change keeps (one mode for every file,
+# or dropping everyone's write bit): they must keep their modes.
+BYSTANDERS = {
+    "README.txt": 0o644,
+    "tools/run.py": 0o755,
+    "shared/board.txt": 0o666,
+    "private/notes.txt": 0o600,
+}
+
+
 class Permissions(Family):
     id = "term-permissions"
     name = "Permission fixes"
@@ -84,7 +94,10 @@ class Permissions(Family):
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
         root = rng.choice(["deploy", "release", "srv", "site", "stack"]) + f"-{rng.choice(WORDS)}"
         chosen = rng.sample(RULES, min(difficulty + 1, len(RULES)))
-        files: list[FileSpec] = [file(f"{root}/README.txt", f"The {root} tree.\n")]
+        files: list[FileSpec] = [
+            file(f"{root}/{path}", f"{path} of the {root} tree.\n", mode)
+            for path, mode in BYSTANDERS.items()
+        ]
         asks, tests = [], []
         gold = [run(f"ls -lR {root}")]
         policy = f"{root}/SECURITY.txt"
@@ -127,6 +140,11 @@ class Permissions(Family):
                     name="start script mode", kind="modes", args={"modes": {script: 0o755}}
                 )
             )
+        ruled = {path for t in tests if t.kind == "modes" for path in t.args["modes"]}
+        kept = {f.path: f.mode for f in files if f.path not in ruled}
+        tests.append(
+            CompletionTest(name="other files kept", kind="modes", args={"modes": kept}, gate=True)
+        )
         instruction = (
             f"Fix the permissions of the tree in /work/{root}: "
             + "; ".join(asks)
