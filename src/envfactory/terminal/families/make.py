@@ -146,9 +146,10 @@ class MakePipeline(Family):
         goods = [g for _, g in tables.values()]
         report = _report(goods)
         fresh = f"rm -rf {build} {out_dir}; make >/dev/null 2>&1"
-        built = f'test "$(cat {out})" = {q(report.rstrip())}'  # built, and built right
+        # Each test prints the report it built and is judged on the host (the expected
+        # report never enters the sandbox), so a stub that builds nothing passes none.
         tests = [_exec("make builds the report", f"{fresh}; cat {out}", stdout=report)]
-        tests.append(_exec("nothing left to do", f"{fresh} && {built} && make -q"))
+        tests.append(_exec("nothing left to do", f"{fresh} && make -q && cat {out}", stdout=report))
         if "wildcard" in bugs:
             extra, extra_good = _csv(rng, 4)
             tests.append(
@@ -172,8 +173,10 @@ class MakePipeline(Family):
             tests.append(
                 _exec(
                     "make clean works",
-                    f"{fresh} && {built} && make clean >/dev/null 2>&1 && test -d {data} "
-                    f"&& test ! -e {build} && test ! -e {out_dir}",
+                    f"{fresh} && built=$(cat {out}) && make clean >/dev/null 2>&1 && "
+                    f"test -d {data} && test ! -e {build} && test ! -e {out_dir} && "
+                    'printf "%s\\n" "$built"',
+                    stdout=report,
                 )
             )
         return Draft(
