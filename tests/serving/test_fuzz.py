@@ -15,7 +15,7 @@ from schemathesis.checks import (
 
 from envfactory.serving import ServeConfig, create_app
 
-app = create_app(ServeConfig(envs=("retail",), max_sessions=256))
+app = create_app(ServeConfig(envs=("retail",), max_sessions=256, trainer_token="fuzz-trainer"))
 schema = schemathesis.openapi.from_asgi("/openapi.json", app)
 CHECKS = [
     not_a_server_error,

@@ -16,6 +16,7 @@ from envfactory.env import Environment
 from envfactory.gc_tuning import quiet_gc
 from envfactory.multiagent.serving import multiagent_router
 from envfactory.serving.auth import TokenGuard
+from envfactory.serving.bodies import JsonBodies
 from envfactory.serving.config import ServeConfig
 from envfactory.serving.engine import Engine
 from envfactory.serving.errors import ServingError
@@ -99,6 +100,7 @@ def create_app(
         Route("/mcp/{env_id}", endpoint=episodes, methods=["GET", "POST", "DELETE"])
     )
     app.add_middleware(BarePaths, default_env=engine.default_env)
+    app.add_middleware(JsonBodies)
     if config.token:
         app.add_middleware(TokenGuard, token=config.token)
     return app

@@ -20,6 +20,7 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
+from envfactory.serving.bodies import decode
 from envfactory.serving.catalog import TaskRef
 from envfactory.serving.engine import Engine, Outcome
 from envfactory.serving.errors import ServingError
@@ -173,7 +174,7 @@ def openenv_router(engine: Engine) -> APIRouter:
 async def _answer(channel: Channel, raw: str) -> str | None:
     """The reply to one client message; None closes the connection."""
     try:
-        message = json.loads(raw)
+        message = decode(raw)
     except ValueError as exc:
         return _error(f"Invalid JSON: {exc}", "INVALID_JSON")
     if not isinstance(message, dict):

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Header
 
 from envfactory.serving.engine import Engine
 from envfactory.serving.errors import Unauthorized
+from envfactory.serving.models import ErrorOut
 from envfactory.verify.verdict import Verdict
 
 PREFIX = "/envfactory/trainer"
@@ -28,7 +29,12 @@ def trainer_router(engine: Engine, token: str) -> APIRouter:
         if not hmac.compare_digest(got, expected):
             raise Unauthorized(f"the trainer's routes require the trainer token in {HEADER}")
 
-    r = APIRouter(prefix=PREFIX, tags=["trainer"], dependencies=[Depends(require_trainer)])
+    r = APIRouter(
+        prefix=PREFIX,
+        tags=["trainer"],
+        dependencies=[Depends(require_trainer)],
+        responses={401: {"model": ErrorOut}},
+    )
 
     @r.get("/sessions/{sid}/verdict", response_model=Verdict)
     async def verdict(sid: str) -> Verdict:
