@@ -20,6 +20,13 @@ def serve(
         help="Require this bearer token on every route "
         "but /health (needed to bind beyond loopback).",
     ),
+    trainer_token: str = typer.Option(
+        "",
+        "--trainer-token",
+        envvar="ENVFACTORY_TRAINER_TOKEN",
+        help="Serve the trainer's routes (full verdicts with rubric) behind this token, "
+        "sent as X-Trainer-Token; it must differ from --token.",
+    ),
     max_sessions: int = typer.Option(4096, "--max-sessions", help="Live sessions at most."),
     idle_timeout: float = typer.Option(
         900.0, "--idle-timeout", help="Seconds without a call before a session expires."
@@ -38,14 +45,18 @@ def serve(
         raise fail(SERVE_EXTRA) from None
     require_safe_bind(host, token, SERVE_EXTRA)
     ids = tuple(e.strip() for e in envs.split(",") if e.strip())
-    config = ServeConfig(
-        envs=ids,
-        token=token or None,
-        max_sessions=max_sessions,
-        idle_timeout=idle_timeout,
-        max_steps=max_steps,
-        curriculum=curriculum,
-    )
+    try:
+        config = ServeConfig(
+            envs=ids,
+            token=token or None,
+            trainer_token=trainer_token or None,
+            max_sessions=max_sessions,
+            idle_timeout=idle_timeout,
+            max_steps=max_steps,
+            curriculum=curriculum,
+        )
+    except ValueError as exc:
+        raise fail(str(exc)) from None
     err_console.print(f"envfactory serving on http://{host}:{port} (OpenAPI: /openapi.json)")
     run_server(config, host=host, port=port, log_level=log_level)
 
