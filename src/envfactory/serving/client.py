@@ -197,6 +197,7 @@ class RemoteEpisode(_EpisodeAttrs):
         return self.view.stepped(self.env.call(_Calls.step(self.view.sid(), action)))
 
     def evaluate(self) -> Verdict:
+        """Reward, status and state hash once finished, no rubric (``Conflict`` before)."""
         return self.env.call(_Calls.verdict(self.view.sid()))
 
     def state_hash(self) -> str:
@@ -279,6 +280,7 @@ class AsyncRemoteEpisode(_EpisodeAttrs):
         return self.view.stepped(await self.env.call(_Calls.step(self.view.sid(), action)))
 
     async def evaluate(self) -> Verdict:
+        """Reward, status and state hash once finished, no rubric (``Conflict`` before)."""
         return await self.env.call(_Calls.verdict(self.view.sid()))
 
     async def state_hash(self) -> str:
