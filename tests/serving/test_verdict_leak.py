@@ -115,7 +115,8 @@ def test_mcp_verdict_resource_is_closed_until_the_end(served: Running) -> None:
         headers = {"Authorization": f"Bearer {AGENT}"}
         url = f"{served.url}/mcp/retail?task_id={TASK}"
         async with (
-            streamable_http_client(url, http_client=httpx.AsyncClient(headers=headers)) as (
+            httpx.AsyncClient(headers=headers) as http,
+            streamable_http_client(url, http_client=http) as (
                 read,
                 write,
                 get_sid,
@@ -130,7 +131,11 @@ def test_mcp_verdict_resource_is_closed_until_the_end(served: Running) -> None:
             result = await session.call_tool("finish", {"message": "done"})
             final = (await session.read_resource(AnyUrl("envfactory://verdict"))).contents[0]
             body = str(mid.value) + result.model_dump_json() + final.text  # type: ignore[union-attr]
-            secret = reasons(trainer_verdict(served.url, sid))  # before the client deletes it
+            trainer = await http.get(  # before the client deletes the session
+                f"{served.url}/envfactory/trainer/sessions/{sid}/verdict",
+                headers={"X-Trainer-Token": TRAINER},
+            )
+            secret = reasons(trainer.json())
             return secret, body, final.text  # type: ignore[union-attr]
 
     secret, body, final = asyncio.run(run())
