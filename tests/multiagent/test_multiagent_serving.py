@@ -109,6 +109,32 @@ def test_match_errors(server: Running) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ("[" * 3000 + "]" * 3000, "nested more than"),
+        ('{"type": "open", "data": {"seat": "\\ud800"}}', "lone surrogate"),
+        ("{not json", "invalid JSON"),
+    ],
+)
+def test_hostile_messages_get_an_error_and_the_socket_stays(
+    server: Running, raw: str, says: str
+) -> None:
+    """Deep nesting raised RecursionError out of the socket loop (a dropped connection)."""
+    from websockets.asyncio.client import connect
+
+    async def main() -> None:
+        url = server.url.replace("http://", "ws://") + "/envfactory/multi/kuhn_poker/ws"
+        async with connect(url) as ws:
+            await ws.send(raw)
+            reply = json.loads(await ws.recv())
+            assert reply["type"] == "error" and says in reply["data"]["message"]
+            await ws.send(json.dumps({"type": "open", "data": {"seat": "player_0"}}))
+            assert json.loads(await ws.recv())["type"] == "joined"
+
+    asyncio.run(main())
+
+
 def test_single_agent_routes_still_work(server: Running) -> None:
     opened = httpx.post(f"{server.url}/envfactory/sessions", json={"env_id": "retail"}).json()
     assert opened["session_id"] and opened["observation"]["kind"] == "task"

@@ -117,3 +117,24 @@ def test_parquet_export(tmp_path: Path, records: list[EpisodeRecord]) -> None:
     assert rows[0]["n_calls"] == len(records[0].calls) and rows[0]["model_name"] == "noisy-oracle"
     back = EpisodeRecord.model_validate_json(records[0].model_dump_json())
     assert back == records[0]
+
+
+def test_text_that_is_not_unicode_is_written_with_replacement(
+    tmp_path: Path, records: list[EpisodeRecord]
+) -> None:
+    """A Python policy's raw action or an endpoint's reply holding a lone surrogate made the
+    whole batch's write fail (StoreError for every episode queued with it)."""
+    bad = records[0].model_copy(deep=True)
+    bad.steps[0].action = {"type": "tool_call", "tool": "get_\ud800", "arguments": {"\udfff": 1}}
+    bad.messages.append({"role": "assistant", "content": "pair \ud83d\ude00 lone \ud800"})
+    with TrajectoryStore(tmp_path) as store:
+        done = [store.submit(bad), store.submit(records[1])]
+        for fut in done:
+            fut.result()
+        store.checkpoint(bad.model_copy(update={"episode_id": "live"})).result()
+    back = list(read_records(tmp_path / "episodes.jsonl"))
+    assert [r.episode_id for r in back] == [bad.episode_id, records[1].episode_id]
+    assert back[0].steps[0].action["tool"] == "get_\ufffd"
+    assert back[0].steps[0].action["arguments"] == {"\ufffd": 1}
+    assert back[0].messages[-1]["content"] == "pair \U0001f600 lone \ufffd"
+    assert back[1] == records[1]

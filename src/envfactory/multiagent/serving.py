@@ -38,6 +38,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from envfactory.multiagent.environment import MultiAgentEnvironment
 from envfactory.multiagent.episode import MultiAgentEpisode
+from envfactory.serving.bodies import decode
 from envfactory.serving.engine import Engine
 from envfactory.serving.errors import BadRequest, Conflict, NotFound, ServingError
 from envfactory.serving.sessions import Session
@@ -291,7 +292,7 @@ def multiagent_router(engine: Engine) -> APIRouter:
             while True:
                 raw = await websocket.receive_text()
                 try:
-                    if not await channel.answer(json.loads(raw)):
+                    if not await channel.answer(decode(raw)):
                         break
                 except ValueError as exc:
                     await channel.link.send(

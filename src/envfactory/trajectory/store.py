@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from io import BufferedWriter
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from envfactory.errors import EnvFactoryError
 from envfactory.trajectory.record import EpisodeRecord
@@ -143,7 +144,23 @@ def _rewrite(path: Path, lines: Iterable[bytes]) -> None:
 
 
 def _line(record: EpisodeRecord) -> bytes:
-    return record.model_dump_json().encode() + b"\n"
+    """One JSONL line. Text that is not Unicode (a lone surrogate an agent or an endpoint sent)
+    is kept with U+FFFD in the surrogate's place, so such a record is written, not refused."""
+    try:
+        return record.model_dump_json().encode() + b"\n"
+    except ValueError:  # pydantic's serialisation error, or a UnicodeEncodeError for a key
+        valid = EpisodeRecord.model_validate(_valid_text(record.model_dump()))
+        return valid.model_dump_json().encode() + b"\n"
+
+
+def _valid_text(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_valid_text(v) for v in value]
+    if isinstance(value, dict):
+        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
+    return value
 
 
 class TrajectoryStore:
