@@ -12,7 +12,9 @@ import pytest
 import envfactory
 from envfactory.episode.types import Message, ToolCall
 from envfactory.terminal.builtin import FAMILIES
+from envfactory.terminal.checks import CompletionTest, judge
 from envfactory.terminal.environment import TerminalEnvironment
+from envfactory.terminal.fs import Entry
 from envfactory.terminal.sandbox import Limits, Sandbox
 
 # A module that, wherever it is imported or run, forges every answer a check could want.
@@ -97,6 +99,47 @@ def test_a_planted_module_cannot_answer_for_git() -> None:
         fake = FAKE_SUBPROCESS.format(message=message, root=root)
         planted = {f"{d}subprocess.py": fake for d in ("", ".check/", f"{root}/")}
         assert _play_index(env.id, 1, index, [], planted) == 0.0
+
+
+def test_deleting_the_repository_is_not_a_clean_work_tree() -> None:
+    """Emptying the repository (the audit's terminal_delete: every file, .git's included)
+    passed "the working tree is clean": 0.25 on every term-git difficulty-1 task."""
+    env = envfactory.make("term-git")
+    for index in range(3):
+        instruction = env.task("train", 1, index).public.instruction
+        root = instruction.split("/work/", 1)[1].split(",", 1)[0]
+        for wipe in (f"find {root} -type f -delete", f"rm -rf {root}"):
+            assert _play_index(env.id, 1, index, [wipe], {}) == 0.0, wipe
+
+
+WIPES = ("find . -type f -delete", "find . -mindepth 1 -delete")
+
+
+@pytest.mark.parametrize("env_id", [f.id for f in FAMILIES])
+def test_no_check_passes_on_an_emptied_tree(env_id: str) -> None:
+    """Every check fails when what it inspects is absent: after deleting every file (folders
+    kept) or everything, no score item and no gate of the task holds."""
+    env = envfactory.make(env_id)
+    for difficulty in env.difficulties:
+        for wipe in WIPES:
+            episode = env.episode()
+            try:
+                episode.reset(env.task("train", difficulty, 0))
+                episode.step(ToolCall(tool="run_command", arguments={"command": wipe}))
+                episode.step(Message(content="done", final=True))
+                items = episode.evaluate().items
+            finally:
+                episode.close()
+            held = [i.name for i in items if i.score > 0 and i.name != "disk_quota"]
+            assert not held, (difficulty, wipe, held)
+
+
+def test_an_expected_folder_must_exist() -> None:
+    """A folder's file set is not "as required" when the folder is gone, even if it should
+    hold no files."""
+    test = CompletionTest(name="out", kind="dir_files", args={"dir": "out", "files": {}})
+    assert judge(test, {}, None) == (False, "out/ is missing")
+    assert judge(test, {"out": Entry("dir", 0o755)}, None)[0]
 
 
 def test_a_makefile_of_empty_rules_builds_nothing() -> None:

@@ -7,7 +7,8 @@ isolated system interpreter (no script directory, working directory, ``site`` or
 variables on its path), so no file the agent planted can stand in for a module it imports. A
 test is a rubric item: a score, or a gate (something that must stay true); a test that
 ``requires`` others passes only when they pass too (a source emptied counts only once its
-files arrived).
+files arrived). Every test fails when what it inspects is absent (a file, a folder, a
+repository): no test can pass on a tree the agent emptied.
 """
 
 from __future__ import annotations
@@ -29,9 +30,7 @@ from envfactory.terminal.fs import Tree, files_under, sha
 from envfactory.terminal.sandbox import RunResult
 from envfactory.verify.verdict import RubricItem
 
-TestKind = Literal[
-    "files", "dir_files", "absent", "modes", "json", "csv", "archive", "config", "exec"
-]
+TestKind = Literal["files", "dir_files", "modes", "json", "csv", "archive", "config", "exec"]
 ExecRunner = Callable[[str, dict[str, str]], RunResult]
 Outcome = tuple[bool, str]
 
@@ -102,6 +101,9 @@ def _files(tree: Tree, args: dict[str, Any]) -> Outcome:
 
 
 def _dir_files(tree: Tree, args: dict[str, Any]) -> Outcome:
+    folder = tree.get(args["dir"])
+    if folder is None or folder.kind != "dir":
+        return False, f"{args['dir']}/ is missing"
     want: dict[str, str] = args["files"]
     got = {p: e for p, e in files_under(tree, args["dir"])}
     if set(got) != set(want):
@@ -113,11 +115,6 @@ def _dir_files(tree: Tree, args: dict[str, Any]) -> Outcome:
         if data is None or sha(data) != digest:
             return False, f"{args['dir']}/{p} has the wrong content"
     return True, f"{args['dir']}/ holds exactly the {len(want)} expected files"
-
-
-def _absent(tree: Tree, args: dict[str, Any]) -> Outcome:
-    there = [p for p in args["paths"] if p in tree]
-    return (not there, f"{there[0]} still exists" if there else "removed as required")
 
 
 def _modes(tree: Tree, args: dict[str, Any]) -> Outcome:
@@ -267,7 +264,6 @@ def _exec(result: RunResult, args: dict[str, Any]) -> Outcome:
 _STATIC: dict[str, Callable[[Tree, dict[str, Any]], Outcome]] = {
     "files": _files,
     "dir_files": _dir_files,
-    "absent": _absent,
     "modes": _modes,
     "json": _json,
     "csv": _csv,

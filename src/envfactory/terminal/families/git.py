@@ -12,11 +12,26 @@ from envfactory.terminal.gitobj import Repo
 # Runs in a check sandbox over a copy of the final files: git answers, as one JSON line.
 # git reads only the repository's objects, refs and index, copied into a fresh git directory:
 # no configuration, hooks, replace refs, grafts or home files of the agent's can run code or
-# change an answer.
+# change an answer. Without a repository whose HEAD names a commit every answer is "no
+# repository": an empty work tree beside an emptied .git is not a clean one.
 QUERY = """
 import json, os, shutil, subprocess, sys, tempfile
+queries = json.loads(sys.argv[1])
 work = os.path.abspath(sys.argv[2])
 src = os.path.join(work, ".git")
+
+def absent():
+    print("RESULT " + json.dumps({key: "no repository" for key in queries}))
+    sys.exit(0)
+
+def real(name, test):
+    path = os.path.join(src, name)
+    return test(path) and not os.path.islink(path)
+
+if not (real("objects", os.path.isdir) and real("refs", os.path.isdir)):
+    absent()
+if not real("HEAD", os.path.isfile):
+    absent()
 fresh = tempfile.mkdtemp()
 subprocess.run(["git", "init", "-q", fresh], check=True, env={"PATH": "/usr/bin:/bin"})
 git_dir = os.path.join(fresh, ".git")
@@ -24,7 +39,7 @@ for name in ("objects", "refs"):
     shutil.rmtree(os.path.join(git_dir, name))
     shutil.copytree(os.path.join(src, name), os.path.join(git_dir, name), symlinks=True)
 for name in ("HEAD", "packed-refs", "index"):
-    if os.path.isfile(os.path.join(src, name)) and not os.path.islink(os.path.join(src, name)):
+    if real(name, os.path.isfile):
         shutil.copyfile(os.path.join(src, name), os.path.join(git_dir, name))
 env = {
     "PATH": "/usr/bin:/bin", "HOME": git_dir, "GIT_DIR": git_dir, "GIT_WORK_TREE": work,
@@ -32,8 +47,11 @@ env = {
     "GIT_ATTR_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0",
 }
 safe = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"]
+head = ["git", *safe, "rev-parse", "--verify", "-q", "HEAD^{commit}"]
+if subprocess.run(head, capture_output=True, cwd=work, env=env).returncode != 0:
+    absent()
 out = {}
-for key, args in json.loads(sys.argv[1]).items():
+for key, args in queries.items():
     p = subprocess.run(["git", *safe, *args], capture_output=True, text=True, cwd=work, env=env)
     out[key] = p.stdout.strip() if p.returncode == 0 else "exit %d" % p.returncode
 print("RESULT " + json.dumps(out))
