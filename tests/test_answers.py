@@ -159,6 +159,16 @@ def test_values_the_request_names_are_not_candidates() -> None:
     assert grade("Heather Hodges or Lynn Day.", ["Heather Hodges"], key)[0] == 0.0
 
 
+def test_values_inside_other_answers_are_not_candidates() -> None:
+    """An address answer's house number and suite are not guesses at the zip code answer
+    (tau2's task 43 asks for both); another number still is, and so is a number that is
+    itself an answer of the kind."""
+    expected = ["943 Maple Drive", "Suite 356", "60621"]
+    assert grade("943 Maple Drive, Suite 356, Chicago IL 60621.", expected)[0] == 1.0
+    assert grade("943 Maple Drive, Suite 356, 60621 or 60622.", expected)[0] == 0.0
+    assert grade("Suite 356; 356 or 357.", ["Suite 356", "356"])[0] == 0.0
+
+
 def test_dates_in_every_form_are_one_day_and_many_days_are_many() -> None:
     same = "2026-06-19, that is June 19, 2026 (Jun 19; 06/19/2026; 19 June 2026)"
     assert grade(same, ["2026-06-19"])[0] == 1.0

@@ -118,17 +118,22 @@ def gives(reply: str, expected: Any) -> bool:
 
 
 def grade(
-    reply: str | None, expected: Sequence[Any], key: AnswerKey | None = None
+    reply: str | None,
+    expected: Sequence[Any],
+    key: AnswerKey | None = None,
+    max_chars: int | None = MAX_REPLY_CHARS,
 ) -> tuple[float, str]:
     """Score in [0, 1] (the fraction of answers given, or 0 for a list of candidates) and
     why. ``key`` names the request (whose values a reply may repeat) and the words of the
-    answers' kind; without one, a word answer has only itself as a candidate."""
+    answers' kind; without one, a word answer has only itself as a candidate. A reply longer
+    than ``max_chars`` earns 0 (None: a caller that bounds its parts itself, such as a whole
+    conversation read as one reply)."""
     if not expected:
         return 1.0, "no answer was asked for"
     if not reply:
         return 0.0, "no reply was given"
-    if len(reply) > MAX_REPLY_CHARS:
-        return 0.0, f"the reply is longer than {MAX_REPLY_CHARS} characters"
+    if max_chars is not None and len(reply) > max_chars:
+        return 0.0, f"the reply is longer than {max_chars} characters"
     key = key or AnswerKey()
     said, asked = _Reading.of(reply), _Reading.of(key.request)
     # Distinct values by kind: two questions with the same answer are answered by one value.
@@ -137,6 +142,7 @@ def grade(
         of_kind = [e for e in expected if kind_of(e) == kind]
         named = said.candidates(kind, of_kind, key.words)
         named -= asked.candidates(kind, of_kind, key.words)
+        named -= _embedded(kind, of_kind, expected, key.words)
         allowed = sum(n for k, n in kinds.items() if k == kind or _WIDER.get(k) == kind)
         if len(named) > allowed:
             return 0.0, (
@@ -145,6 +151,21 @@ def grade(
             )
     hits = sum(said.gives(e) for e in expected)
     return hits / len(expected), f"{hits} of {len(expected)} requested answers given"
+
+
+def _embedded(
+    kind: Kind, of_kind: list[Any], expected: Sequence[Any], words: list[str]
+) -> set[Any]:
+    """Values of ``kind`` that answers of other kinds hold in their own text (the 356 of
+    "Suite 356"): giving those answers names them, so they are no candidates, unless one is
+    itself an answer counted in ``kind``."""
+    own: list[str] = []
+    others: list[str] = []
+    for e in expected:
+        counted = kind_of(e) == kind or _WIDER.get(kind_of(e)) == kind
+        (own if counted else others).append(str(e))
+    held = _Reading.of(" ".join(others)).candidates(kind, of_kind, words)
+    return held - _Reading.of(" ".join(own)).candidates(kind, of_kind, words)
 
 
 class Vocabulary:
