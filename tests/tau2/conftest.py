@@ -44,5 +44,5 @@ def procedural() -> DatabaseEnvironment:
 
 @pytest.fixture(scope="session")
 def imported(tau2: Tau2RetailEnvironment) -> list[Imported]:
-    """All 114 tasks as imported, train then test."""
+    """The 112 tasks served, as imported, train then test."""
     return [m for split in tau2.splits for m in tau2.cells[split]]

@@ -15,9 +15,11 @@ from envfactory.errors import SynthesisError
 from envfactory.peers.tau2.data import DATA_ENV, load
 from envfactory.peers.tau2.environment import Tau2RetailEnvironment
 from envfactory.peers.tau2.peer import export, normalise
-from envfactory.peers.tau2.tasks import Imported
+from envfactory.peers.tau2.tasks import Imported, reproducible
 from envfactory.peers.tau2.tools import ENFORCED_RULES
+from envfactory.policies.exploits import ReplayTrain
 from envfactory.policies.scripted import Oracle
+from envfactory.quality.adversary import play
 
 # tau2-bench's retail toolkit: tool names and parameters, in order (facts of its API).
 TAU2_TOOLS = {
@@ -45,17 +47,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_tasks_keep_tau2_ids_and_split(tau2: Tau2RetailEnvironment) -> None:
-    """tau2's split, except the six test tasks whose work train tasks reproduce: they are
-    train tasks here (tests/test_splits.py)."""
+    """tau2's split, less the two tasks no check can tell done from doing nothing (left out,
+    tests/tau2/test_reward.py) and with the nine test tasks whose work train tasks reproduce
+    moved to train (tests/test_splits.py)."""
     listed = {name: [str(i) for i in ids] for name, ids in load().split.items()}
-    moved = ["36", "42", "71", "86", "94", "97"]
+    assert set(tau2.excluded) == {"50", "57"} and set(tau2.excluded) <= set(listed["train"])
+    moved = ["12", "36", "42", "62", "68", "71", "86", "94", "97"]
     assert tau2.moved_to_train == moved and set(moved) <= set(listed["test"])
     split = {
-        "train": listed["train"] + moved,
+        "train": [i for i in listed["train"] if i not in tau2.excluded] + moved,
         "test": [i for i in listed["test"] if i not in moved],
     }
     assert tau2.splits == ("train", "test") and tau2.finite and tau2.difficulties == [1]
-    assert (tau2.capacity("train", 1), tau2.capacity("test", 1)) == (80, 34)
+    assert (tau2.capacity("train", 1), tau2.capacity("test", 1)) == (81, 31)
     for name in tau2.splits:
         tasks = tau2.tasks(name, 1, n=tau2.capacity(name, 1) or 0)
         assert [tau2.tau2_id(t) for t in tasks] == split[name]
@@ -68,15 +72,32 @@ def test_tasks_keep_tau2_ids_and_split(tau2: Tau2RetailEnvironment) -> None:
     with pytest.raises(SynthesisError, match="splits"):
         tau2.task("validation", 1, 0)
     with pytest.raises(SynthesisError):
-        tau2.task("test", 1, 34)
+        tau2.task("test", 1, 31)
+    with pytest.raises(SynthesisError, match=r"left out.*nothing to check"):
+        tau2.locate("57")
     with pytest.raises(SynthesisError):
         tau2.task("train", 2, 0)
     assert tau2.capacity("validation", 1) == 0
 
 
-def test_gold_plans_and_answers_are_tau2s(imported: list[Imported]) -> None:
+def test_no_test_task_is_reproducible_from_train(tau2: Tau2RetailEnvironment) -> None:
+    """No test task's deciding check is met by train material: its row changes, or (changing
+    nothing) the values it must say, or (saying nothing) its gold calls. Before, test tasks 62
+    and 68 changed nothing and asked for values train tasks 63 and 67 say (the train-plan
+    replay scored 1.0 on 68), and test task 12 made the same calls as train task 10."""
+    train, test = tau2.cells["train"], tau2.cells["test"]
+    assert reproducible(train, test) == []
+    attack = ReplayTrain(tau2)
+    episode = tau2.episode()
+    assert [play(tau2, m.task, attack, episode) for m in test] == [0.0] * len(test)
+    episode.close()
+
+
+def test_gold_plans_and_answers_are_tau2s(
+    tau2: Tau2RetailEnvironment, imported: list[Imported]
+) -> None:
     by_id = {str(t["id"]): t for t in load().tasks}
-    assert len(imported) == len(by_id) == 114
+    assert len(imported) + len(tau2.excluded) == len(by_id) == 114
     for m in imported:
         criteria = by_id[m.tau2_id]["evaluation_criteria"]
         plan = m.task.hidden.gold_plan

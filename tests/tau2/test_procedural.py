@@ -69,16 +69,21 @@ def test_check_covers_the_imported_tasks() -> None:
         cwd=ROOT,
     )
     report = json.loads(done.stdout)
-    assert report["env"] == "tau2-retail" and report["tasks"] == 114
+    assert report["env"] == "tau2-retail" and report["tasks"] == 112
     assert report["oracle_success_rate"] == 1.0 and report["unsolvable"] == 0
-    assert report["noop_reward_mean"] <= 0.02 and report["random_reward_mean"] <= 0.05
+    assert report["noop_reward_mean"] == 0.0 and report["random_reward_mean"] <= 0.05
     assert report["passed"]
 
 
 def test_the_finite_import_passes_the_audit(tau2: Tau2RetailEnvironment) -> None:
-    """A fixed list of 114 tasks on one level: sampled whole (never past its 80 train tasks),
-    its shapes counted as a rate, nothing to grade across levels."""
+    """A fixed list of 112 tasks on one level: sampled whole (never past its 81 train tasks),
+    its shapes counted as a rate, nothing to grade across levels. No exploit earns anything
+    and none voids an episode (before, the do-nothing tasks 50 and 57 paid enumeration, fuzz
+    and mass writes 0.033, and a test task whose answer a train task says paid replay)."""
     report = audit(tau2, n=500)
     assert report.passed, report.problems
-    assert report.tasks == 114 and report.difficulty_monotonic
-    assert len(report.plan_lengths) == 80  # every train task, and no index past them
+    assert report.tasks == 112 and report.difficulty_monotonic
+    assert len(report.plan_lengths) == 81  # every train task, and no index past them
+    assert report.oracle_success_rate == 1.0 and report.noop_reward_mean == 0.0
+    assert report.voided_by_agent == 0
+    assert all(s.mean == 0.0 for s in report.exploits.values()), report.exploits

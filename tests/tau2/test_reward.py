@@ -4,7 +4,7 @@ checks hold."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from envfactory.episode.base import EpisodeConfig
@@ -16,18 +16,26 @@ from envfactory.peers.tau2.peer import PeerRetail
 from envfactory.peers.tau2.tasks import Imported
 from envfactory.peers.tau2.tools import WRITES
 from envfactory.policies.scripted import NoOp, Oracle, answer_text
+from envfactory.verify.answers import kind_of
 from envfactory.verify.verdict import Verdict
 
 Actions = list[dict[str, Any]]
 
 
-def replay(env: Tau2RetailEnvironment, m: Imported, actions: Actions, say: bool = True) -> Verdict:
-    """Play ``actions`` through the public episode API, then say the answers."""
+def replay(
+    env: Tau2RetailEnvironment,
+    m: Imported,
+    actions: Actions,
+    say: bool = True,
+    extra: Sequence[str] = (),
+) -> Verdict:
+    """Play ``actions`` through the public episode API, then say the answers (and ``extra``
+    values beside them)."""
     ep = env.episode()
     ep.reset(m.task)
     for a in actions:
         ep.step(ToolCall(tool=a["name"], arguments=a["arguments"]))
-    ep.step(Message(content=answer_text(list(m.communicate)) if say else "Done."))
+    ep.step(Message(content=answer_text([*m.communicate, *extra]) if say else "Done."))
     verdict = ep.evaluate()
     ep.close()
     return verdict
@@ -179,17 +187,80 @@ def _number(text: str) -> bool:
     return "." in text
 
 
-def test_doing_nothing_scores_zero(tau2: Tau2RetailEnvironment, imported: list[Imported]) -> None:
-    """Except on the one task whose gold plan is empty (tau2's task 57: refuse, and do
-    nothing): tau2's checks cannot tell doing nothing from doing it right there."""
-    paid = {m.tau2_id for m in imported if run_episode(tau2, m.task, NoOp()).reward}
-    assert paid == {m.tau2_id for m in imported if m.passes_idle and not m.actions}
-    assert len(paid) <= 1
-    idle = [m for m in imported if m.passes_idle and m.actions]
-    assert len(idle) >= 4
+def blind(env: Tau2RetailEnvironment, m: Imported) -> Verdict:
+    """An agent that knows nothing of the task: every tool once with no arguments, then a
+    report. tau2's action check counts such a call as any gold call of its tool (it compares
+    the arguments the call has), which paid 1.0 on tau2's tasks 10, 12, 25, 65 and 105."""
+    ep = env.episode()
+    ep.reset(m.task)
+    for tool in env.world.tools:
+        ep.step(ToolCall(tool=tool, arguments={}))
+    ep.step(Message(content="Done."))
+    verdict = ep.evaluate()
+    ep.close()
+    return verdict
+
+
+def test_no_served_task_pays_doing_nothing(
+    tau2: Tau2RetailEnvironment, imported: list[Imported]
+) -> None:
+    """Doing nothing, or calling every tool blind, scores 0 on every task served; the gold
+    plan scores 1 (test_gold_replay_scores_one_on_every_task). tau2's tasks 57 (no gold
+    action) and 50 (a transfer, whose summary is not compared) have nothing their checks can
+    tell from that, so they are left out, with the reason."""
+    assert len(imported) == 112
+    for m in imported:
+        assert m.unchecked is None
+        assert run_episode(tau2, m.task, NoOp()).reward == 0.0, m.tau2_id
+        assert blind(tau2, m).reward == 0.0, m.tau2_id
+    assert set(tau2.excluded) == {"50", "57"}
+    assert "nothing to check" in tau2.excluded["57"]
+    assert "compare no argument" in tau2.excluded["50"]
+    idle = [m for m in imported if m.passes_idle]
+    assert {m.tau2_id for m in idle} == {"10", "12", "25", "65", "105"}
     for m in idle:  # where only the action check tells: the gold actions pass it
         verdict = replay(tau2, m, list(m.actions))
         assert verdict.item("tau2_action").score == 1.0 and verdict.reward == 1.0
+
+
+def decoy(answer: str, words: list[str]) -> str | None:
+    """A wrong value of ``answer``'s kind: the number plus one, the code with a digit changed,
+    another word the world holds of the same kind (None when it holds none)."""
+    kind = kind_of(answer)
+    if kind == "fraction":
+        return f"{float(answer) + 1:.2f}"
+    if kind == "number":
+        return str(int(float(answer)) + 1)
+    if kind == "code":
+        at = next(i for i, c in enumerate(answer) if c.isdigit())
+        return f"{answer[:at]}{(int(answer[at]) + 1) % 10}{answer[at + 1 :]}"
+    return next((w for w in words if w != answer.lower()), None)
+
+
+def test_a_list_of_candidates_says_nothing(
+    tau2: Tau2RetailEnvironment, imported: list[Imported]
+) -> None:
+    """tau2's communicate check finds each string in some message: a reply listing the answer
+    among wrong values of its kind passed it. Here all the agent says is read together and
+    must commit to one value per answer: the gold work with one decoy beside the answers
+    scores 0, in the report or in an earlier question; the answers alone score 1."""
+    asked = [m for m in imported if m.communicate]
+    assert len(asked) >= 30
+    for m in asked:
+        words = m.task.hidden.answer_key.words
+        decoys = [d for c in m.communicate if (d := decoy(c, words)) is not None]
+        assert decoys, m.tau2_id
+        listed = replay(tau2, m, list(m.actions), extra=decoys)
+        assert listed.item("tau2_db").score == 1.0, m.tau2_id
+        assert listed.item("tau2_communicate").score == 0.0 and listed.reward == 0.0, m.tau2_id
+        ep = tau2.episode()
+        ep.reset(m.task)
+        for a in m.actions:
+            ep.step(ToolCall(tool=a["name"], arguments=a["arguments"]))
+        ep.step(Message(content=f"Could it be {', '.join(decoys)}?"))
+        ep.step(Message(content=answer_text(list(m.communicate))))
+        assert ep.evaluate().reward == 0.0, m.tau2_id
+        ep.close()
 
 
 def test_a_transfer_summary_is_free_text(

@@ -1,9 +1,10 @@
 """The two environments over tau2-bench's retail data.
 
-- ``tau2-retail``: tau2's 114 hand-written tasks with their train / test split, judged by
-  tau2's reward (:mod:`.episode`). One difficulty; a task's index is its place in tau2's split
-  list, and :meth:`Tau2RetailEnvironment.tau2_id` / :meth:`~Tau2RetailEnvironment.locate`
-  map between indices and tau2's ids.
+- ``tau2-retail``: tau2's hand-written tasks with their train / test split, judged by tau2's
+  reward (:mod:`.episode`): the 112 of its 114 whose checks can tell the work from doing
+  nothing (the other two are ``excluded``, with the reason). One difficulty; a task's index is
+  its place in the split list, and :meth:`Tau2RetailEnvironment.tau2_id` /
+  :meth:`~Tau2RetailEnvironment.locate` map between indices and tau2's ids.
 - ``tau2-retail-procedural``: the same world with envfactory's task synthesis over goal
   templates (``retail_goals.yaml``): an unbounded supply of tasks on five difficulty levels.
 """
@@ -17,7 +18,7 @@ from envfactory.errors import SynthesisError
 from envfactory.peers.tau2.data import Tau2DataMissing
 from envfactory.peers.tau2.episode import Tau2Episode
 from envfactory.peers.tau2.importer import import_retail
-from envfactory.peers.tau2.tasks import SPLITS, Imported, import_task, reproducible
+from envfactory.peers.tau2.tasks import SPLITS, Imported, import_task, reproducible, vocabulary
 from envfactory.tasks.types import Split, Task
 from envfactory.world.environment import DatabaseEnvironment
 
@@ -38,6 +39,7 @@ class Tau2RetailEnvironment(DatabaseEnvironment):
         self.data = imported.data
         by_id = {str(t["id"]): t for t in imported.data.tasks}
         rules = [r.text for r in self.spec.rules]
+        words = vocabulary(self.world)
         ids = {split: [str(i) for i in imported.data.split[split]] for split in SPLITS}
         for split, listed in ids.items():
             unknown = [i for i in listed if i not in by_id]
@@ -49,19 +51,25 @@ class Tau2RetailEnvironment(DatabaseEnvironment):
         def cells() -> dict[str, list[Imported]]:
             return {
                 split: [
-                    import_task(self.world, self.id, by_id[i], split, n, rules)
+                    import_task(self.world, self.id, by_id[i], split, n, rules, words)
                     for n, i in enumerate(ids[split])
                 ]
                 for split in SPLITS
             }
 
-        # tau2's split, less the test tasks whose work train tasks reproduce (moved to train)
+        # tau2's tasks, less those no check can tell done from doing nothing (excluded: tau2
+        # id -> why), with the test tasks whose work train tasks reproduce moved to train
+        first = cells()
+        self.excluded = {
+            m.tau2_id: why for ms in first.values() for m in ms if (why := m.unchecked)
+        }
+        served = {s: [m for m in ms if m.tau2_id not in self.excluded] for s, ms in first.items()}
+        self.moved_to_train = reproducible(served["train"], served["test"])
+        ids = {
+            "train": [m.tau2_id for m in served["train"]] + self.moved_to_train,
+            "test": [m.tau2_id for m in served["test"] if m.tau2_id not in self.moved_to_train],
+        }
         self.cells = cells()
-        self.moved_to_train = reproducible(self.cells["train"], self.cells["test"])
-        if self.moved_to_train:
-            ids["train"] += self.moved_to_train
-            ids["test"] = [i for i in ids["test"] if i not in self.moved_to_train]
-            self.cells = cells()
         self._by_task = {m.task.task_id: m for ms in self.cells.values() for m in ms}
         self._by_tau2 = {m.tau2_id: m for ms in self.cells.values() for m in ms}
 
@@ -99,7 +107,9 @@ class Tau2RetailEnvironment(DatabaseEnvironment):
         """The task with tau2's id ``tau2_id``."""
         found = self._by_tau2.get(str(tau2_id))
         if found is None:
-            raise SynthesisError(f"{self.id} has no tau2 task {tau2_id!r}")
+            why = self.excluded.get(str(tau2_id))
+            left_out = f": it is left out ({why})" if why else ""
+            raise SynthesisError(f"{self.id} has no tau2 task {tau2_id!r}{left_out}")
         return found.task
 
     def episode(self, config: EpisodeConfig | None = None) -> Tau2Episode:

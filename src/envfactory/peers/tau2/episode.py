@@ -22,17 +22,22 @@ if TYPE_CHECKING:
 
 
 class Tau2Episode(DatabaseEpisode):
-    """Keeps every message the agent sends, for the communicate check."""
+    """Keeps every message the agent sends, and the user's replies, for the communicate check
+    (what the user said, the agent may repeat without naming a candidate)."""
 
     env: Tau2RetailEnvironment
 
     def reset(self, task: Task) -> Observation:
         self.said: list[str] = []
+        self.heard: list[str] = []
         return super().reset(task)
 
     def _message(self, msg: Message) -> Observation:
         self.said.append(msg.content)
-        return super()._message(msg)
+        obs = super()._message(msg)
+        if obs.kind == "user":
+            self.heard.append(obs.content)
+        return obs
 
     def evaluate(self) -> Verdict:
         ours = super().evaluate()
@@ -50,7 +55,11 @@ class Tau2Episode(DatabaseEpisode):
         items = [
             RubricItem(name="tau2_db", kind="score", weight=1.0, score=float(same), reason=why)
         ]
-        score, why = communicate_check(self.said, meta.communicate)
+        key = self.task.hidden.answer_key
+        heard = "\n".join([key.request, *self.heard])
+        score, why = communicate_check(
+            self.said, meta.communicate, key.model_copy(update={"request": heard})
+        )
         items.append(
             RubricItem(name="tau2_communicate", kind="gate", weight=0.0, score=score, reason=why)
         )

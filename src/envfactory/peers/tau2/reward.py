@@ -4,8 +4,10 @@ check where the first two cannot tell doing nothing from doing the task.
 - **Database** (``tau2_db``): the final state equals the state the gold actions reach on a
   fresh copy of the world (compared by canonical hash; the gold replay ran once, when the task
   was imported).
-- **Communicate** (``tau2_communicate``): every ``communicate_info`` string appears in some
-  message the agent sent, case-insensitively, commas removed from the message (tau2's test).
+- **Communicate** (``tau2_communicate``): every ``communicate_info`` string is said in the
+  agent's messages (tau2 looks in every message, commas removed), each as one committed value
+  of its kind: all the agent said, read together, may name no more values of a kind than were
+  asked for (:func:`envfactory.verify.answers.grade`), so a list of candidates says none.
 - **Action** (``tau2_action``): every gold action was called with its arguments (tau2's
   comparison; free-text arguments, such as a transfer's summary, are not compared). Applied
   only to the tasks whose gold replay changes nothing and says nothing, where tau2's other
@@ -18,35 +20,50 @@ from collections.abc import Sequence
 from typing import Any
 
 from envfactory.episode.types import CallRecord
+from envfactory.tasks.types import AnswerKey
+from envfactory.verify.answers import MAX_REPLY_CHARS, grade
 
 FREE_TEXT = {"transfer_to_human_agents": {"summary"}, "think": {"thought"}}
 
 
-def communicate_check(said: Sequence[str], info: Sequence[str]) -> tuple[float, str]:
-    """1.0 when every string was said in some message, else 0.0; and why."""
+def communicate_check(
+    said: Sequence[str], info: Sequence[str], key: AnswerKey
+) -> tuple[float, str]:
+    """1.0 when the messages ``said`` give every string of ``info``, each as one committed
+    value, else 0.0; and why. ``key`` holds the request (with what the user said: values
+    the agent may repeat) and the words a word answer is told apart from."""
     if not info:
         return 1.0, "nothing had to be said"
-    messages = [m.lower().replace(",", "") for m in said]
-    missing = [s for s in info if not any(s.lower() in m for m in messages)]
-    if missing:
-        return 0.0, f"never said: {', '.join(repr(s) for s in missing[:4])}"
-    return 1.0, f"said all {len(info)} required strings"
+    if any(len(m) > MAX_REPLY_CHARS for m in said):
+        return 0.0, f"a message is longer than {MAX_REPLY_CHARS} characters"
+    # tau2 accepts a value said in any message: read them together, so a value per message
+    # is as much a list of candidates as one message listing them
+    score, why = grade("\n".join(said), info, key, max_chars=None)
+    return float(score == 1.0), why
 
 
-def _matches(action: dict[str, Any], call: CallRecord) -> bool:
-    if action["name"] != call.tool:
-        return False
+def compared(action: dict[str, Any]) -> set[str]:
+    """The arguments of a gold action that a call must match (tau2's ``compare_args``, by
+    default all but free text)."""
     keys = action.get("compare_args")
     if keys is None:
-        keys = set(call.arguments) - FREE_TEXT.get(call.tool, set())
-    got = {k: v for k, v in call.arguments.items() if k in keys}
+        return set(action["arguments"]) - FREE_TEXT.get(action["name"], set())
+    return set(keys)
+
+
+def matches(action: dict[str, Any], tool: str, arguments: dict[str, Any]) -> bool:
+    """Whether a call of ``tool`` with ``arguments`` is the gold ``action``."""
+    if action["name"] != tool:
+        return False
+    keys = compared(action)
+    got = {k: v for k, v in arguments.items() if k in keys}
     want = {k: v for k, v in action["arguments"].items() if k in keys}
     return got == want
 
 
 def action_check(log: Sequence[CallRecord], actions: Sequence[dict[str, Any]]) -> tuple[float, str]:
     """1.0 when every gold action was called (with its arguments), else 0.0; and why."""
-    missing = [a["name"] for a in actions if not any(_matches(a, c) for c in log)]
+    missing = [a["name"] for a in actions if not any(matches(a, c.tool, c.arguments) for c in log)]
     if missing:
         return 0.0, f"gold actions never called: {', '.join(missing[:4])}"
     return 1.0, f"all {len(actions)} gold actions called"

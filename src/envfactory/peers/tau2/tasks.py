@@ -2,19 +2,23 @@
 
 Each tau2 task keeps its id and split. Its gold actions become the gold plan; replaying them on
 a fresh copy of the world (errors ignored, as tau2 does) gives the target changes; its
-``communicate_info`` becomes the answers. The user's request (``reason_for_call``) is the
-public instruction; the identity the user knows (e-mail, or name and zip code) is held back in
-the hidden profile when the gold plan looks the user up with it, so the agent must ask.
+``communicate_info`` becomes the answers, graded as committed values against the world's words
+(:func:`vocabulary`). The user's request (``reason_for_call``) is the public instruction; the
+identity the user knows (e-mail, or name and zip code) is held back in the hidden profile when
+the gold plan looks the user up with it, so the agent must ask.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
+from envfactory.peers.tau2.reward import compared, matches
 from envfactory.tasks.heldout import ChangeKey, change_keys
 from envfactory.tasks.synth import fingerprint
 from envfactory.tasks.types import Ask, HiddenTask, PlanStep, PublicTask, Split, TargetChange, Task
+from envfactory.verify.answers import Vocabulary
 from envfactory.world.state import hex_hash
 from envfactory.world.world import World
 
@@ -40,6 +44,18 @@ class Imported:
     def passes_idle(self) -> bool:
         """Whether tau2's database and communicate checks pass an agent that does nothing."""
         return not self.task.hidden.target and not self.communicate
+
+    @property
+    def unchecked(self) -> str | None:
+        """Why no check of tau2's can tell this task done from an agent that knows nothing of
+        it (None when one can): it changes nothing, asks nothing said, and no gold call has
+        an argument that is compared (a transfer's summary is free text)."""
+        if not self.passes_idle or any(compared(a) for a in self.actions):
+            return None
+        if not self.actions:
+            return "no gold action, no change, nothing to say: nothing to check"
+        names = ", ".join(sorted({a["name"] for a in self.actions}))
+        return f"changes nothing, says nothing; its gold calls ({names}) compare no argument"
 
 
 def _held(actions: list[dict[str, Any]], instruction: str) -> dict[str, str]:
@@ -78,10 +94,33 @@ def _request(tau2: dict[str, Any], held: dict[str, str]) -> str:
     return "\n".join(p for p in parts if p) or "I need help with my orders."
 
 
+def vocabulary(world: World) -> Vocabulary:
+    """The words a word answer is graded against: every column's values, and each variant
+    option's values by option name (a material: every material; ``20 hours``: every battery
+    life), since tau2's answers name options (``polyester``, ``tactile``)."""
+    columns: dict[str, list[Any]] = {}
+    for name, table in world.tables.items():
+        rows = world.base.rows[name].values()
+        for i, column in enumerate(table.columns):
+            columns[f"{name}.{column}"] = [row[i] for row in rows]
+    at = world.tables["variants"].columns.index("options")
+    for row in world.base.rows["variants"].values():
+        for option, value in json.loads(row[at]).items():
+            columns.setdefault(f"variants.options.{option}", []).append(value)
+    return Vocabulary(columns)
+
+
 def import_task(
-    world: World, env_id: str, tau2: dict[str, Any], split: Split, index: int, rules: list[str]
+    world: World,
+    env_id: str,
+    tau2: dict[str, Any],
+    split: Split,
+    index: int,
+    rules: list[str],
+    words: Vocabulary,
 ) -> Imported:
-    """One tau2 task; its gold actions are replayed on a fresh copy of ``world``."""
+    """One tau2 task; its gold actions are replayed on a fresh copy of ``world``; its answers
+    are graded against ``words``."""
     criteria = tau2.get("evaluation_criteria") or {}
     actions = [
         {
@@ -127,6 +166,7 @@ def import_task(
         gold_plan=plan,
         target=target,
         answers=communicate,
+        answer_key=words.key(public.instruction, communicate),
         profile=held,
         asks=asks,
         knobs={"width": 1, "plan_steps": len(plan), "writes": writes, "max_level": 1},
@@ -138,20 +178,46 @@ def import_task(
     )
 
 
+def _value(said: str) -> str:
+    """A required string as compared across tasks (``481.5`` is ``481.50``)."""
+    try:
+        return f"{float(said):.2f}"
+    except ValueError:
+        return said.strip().lower()
+
+
 def reproducible(train: list[Imported], test: list[Imported]) -> list[str]:
-    """tau2 ids of test tasks whose work train material reproduces: their target is a train
-    task's, or train targets make every row change they make. Moved to train, they can make
-    more test tasks reproducible, so this repeats until none is left."""
+    """tau2 ids of test tasks whose work train material reproduces, judged by the check that
+    decides them: a task that changes rows, when train targets make every row change it makes
+    (the database worlds' rule); one that changes nothing but must say values, when train tasks
+    say them all; one judged by its gold calls alone, when train gold plans make them all.
+    Moved to train, they can make more test tasks reproducible, so this repeats until none is
+    left."""
     made: set[ChangeKey] = set()
+    said: set[str] = set()
+    calls: list[dict[str, Any]] = []
+
+    def learn(m: Imported) -> None:
+        made.update(change_keys(m.task.hidden.target))
+        said.update(_value(c) for c in m.communicate)
+        calls.extend(m.actions)
+
+    def covered(m: Imported) -> bool:
+        if keys := change_keys(m.task.hidden.target):
+            return keys <= made
+        if m.communicate:
+            return {_value(c) for c in m.communicate} <= said
+        return bool(m.actions) and all(
+            any(matches(a, c["name"], c["arguments"]) for c in calls) for a in m.actions
+        )
+
     for m in train:
-        made |= change_keys(m.task.hidden.target)
+        learn(m)
     moved: list[str] = []
     left = list(test)
-    while True:
-        found = [m for m in left if (keys := change_keys(m.task.hidden.target)) and keys <= made]
-        if not found:
-            return moved
+    while found := [m for m in left if covered(m)]:
         for m in found:
-            made |= change_keys(m.task.hidden.target)
+            learn(m)
             moved.append(m.tau2_id)
         left = [m for m in left if m not in found]
+    return moved
