@@ -14,6 +14,7 @@ from serving_helpers import assert_no_hidden
 
 from envfactory.episode.types import Message, Observation
 from envfactory.policies.scripted import Oracle
+from envfactory.serving import ServeConfig, running
 from envfactory.serving.server import Running
 from envfactory.tools.result import ToolError
 from envfactory.world.environment import DatabaseEnvironment
@@ -87,3 +88,14 @@ def test_mcp_session_close_frees_the_episode(server: Running, world: DatabaseEnv
 
     during, after = asyncio.run(count_during_and_after())
     assert after == during - 1
+
+
+def test_a_second_server_in_the_process_serves_mcp(
+    server: Running, world: DatabaseEnvironment
+) -> None:
+    """sse-starlette's process-wide exit event, bound to the first server's loop, made every
+    MCP request to a later server in the same process hang."""
+    asyncio.run(_play(server.url, world, "retail/test/2/4"))
+    with running(ServeConfig(envs=("retail",))) as second:
+        out = asyncio.run(asyncio.wait_for(_play(second.url, world, "retail/test/2/4"), 60))
+    assert out["verdict"]["reward"] == 1.0

@@ -19,6 +19,7 @@ import mcp.types as types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from pydantic import AnyUrl
+from sse_starlette.sse import AppStatus
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
@@ -33,6 +34,16 @@ TASK_URI = "envfactory://task"
 SESSION_HEADER = "mcp-session-id"
 
 
+def _forget_earlier_servers() -> None:
+    """sse-starlette (before 3.0) keeps one process-wide exit event, bound to the event loop of
+    the first server that streamed, and a process-wide exit flag: a second server in the same
+    process (tests, a notebook, ``running()`` twice) then hung on every MCP request. Each
+    server starts with both cleared."""
+    AppStatus.should_exit = False
+    if hasattr(AppStatus, "should_exit_event"):
+        AppStatus.should_exit_event = None
+
+
 class McpEpisodes:
     """The MCP server, its session manager, and the map from MCP sessions to episodes."""
 
@@ -45,6 +56,7 @@ class McpEpisodes:
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
         """Run a session manager for the app's lifespan (a new one each time it starts)."""
+        _forget_earlier_servers()
         self.manager = StreamableHTTPSessionManager(
             self.server, session_idle_timeout=self.engine.config.idle_timeout
         )
