@@ -6,8 +6,11 @@ import json
 import random
 import re
 import threading
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from envfactory.env import EnvInfo, Environment
 from envfactory.episode.base import EpisodeConfig
@@ -64,34 +67,39 @@ class TerminalEnvironment(Environment):
         for attempt in range(MAX_ATTEMPTS):
             rng = random.Random(stable_hash(base, self.seed, attempt))
             draft = self.family.generate(rng, difficulty)
-            if self.split_of(draft) != split:
+            if self.split_of(draft, split) != split:
                 continue
-            initial = tree_of(draft.files)
+            initial = tree_of(draft.initial_files())
             if static_passes(draft.tests, initial):
                 continue
             fp = _fingerprint(draft)
             return self._task(draft, split, difficulty, index, fp, tree_hash(initial))
         raise SynthesisError(f"no {split} task at {self.id} difficulty {difficulty}")
 
-    def split_of(self, draft: Draft) -> Split | None:
+    def split_of(self, draft: Draft, wanted: Split | None = None) -> Split | None:
         """The split ``draft`` belongs to, or None when it belongs to none.
 
         Its instruction, its gold plan and its tests (what it asks, its solution, its
         target) each hash to train or held-out; a task is train when all three do, held-out
         when all three do, and is drawn again otherwise. So no instruction, solution or
         target of a held-out task is ever those of a train task. Held-out tasks divide into
-        validation and test by their solution's hash."""
-        keys = {
-            "instruction": draft.instruction,
-            "solution": json.dumps([s.model_dump() for s in draft.gold], sort_keys=True),
-            "target": json.dumps([t.model_dump() for t in draft.tests], sort_keys=True),
-        }
-        held = {_unit(self.id, kind, key) >= TRAIN_SHARE for kind, key in keys.items()}
-        if len(held) > 1:
+        validation and test by their solution's hash. With ``wanted`` it stops (None) at the
+        first key that rules that split out, cheapest first: most drafts are drawn for a
+        split they miss, and their plan and tests need not be serialised."""
+        held = _unit(self.id, "instruction", draft.instruction) >= TRAIN_SHARE
+        if wanted is not None and held != (wanted != "train"):
             return None
-        if not held.pop():
-            return "train"
-        return "validation" if _unit(self.id, "held-out", keys["solution"]) < 0.5 else "test"
+        solution = _dump(draft.gold)
+        if (_unit(self.id, "solution", solution) >= TRAIN_SHARE) != held:
+            return None
+        split: Split = "train"
+        if held:
+            split = "validation" if _unit(self.id, "held-out", solution) < 0.5 else "test"
+        if wanted is not None and split != wanted:
+            return None
+        if (_unit(self.id, "target", _dump(draft.tests)) >= TRAIN_SHARE) != held:
+            return None
+        return split
 
     def _task(
         self, d: Draft, split: Split, difficulty: int, index: int, fp: str, initial: str
@@ -114,7 +122,7 @@ class TerminalEnvironment(Environment):
             target=[],
             knobs={"difficulty": difficulty, **d.knobs},
             fingerprint=fp,
-            files=d.files,
+            files=d.initial_files(),
             tests=d.tests,
             shape=d.shape,
         )
@@ -171,9 +179,14 @@ def step_signature(tool: str, arguments: dict[str, Any]) -> str:
 
 def _fingerprint(d: Draft) -> str:
     parts = [d.instruction]
-    parts += [f.model_dump_json() for f in d.files]
+    parts += [f.model_dump_json() for f in d.initial_files()]
     parts += [t.model_dump_json() for t in d.tests]
     return f"{stable_hash(*parts):016x}"
+
+
+def _dump(models: Sequence[BaseModel]) -> str:
+    """A split key: the models as canonical JSON."""
+    return json.dumps([m.model_dump() for m in models], sort_keys=True)
 
 
 def _unit(env_id: str, kind: str, key: str) -> float:

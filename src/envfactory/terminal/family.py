@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import shlex
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pydantic import Field
@@ -26,15 +27,23 @@ class TerminalHidden(HiddenTask):
 
 @dataclass
 class Draft:
-    """A generated task before it is checked and given an id."""
+    """A generated task before it is checked and given an id. ``files`` may be a function
+    that lays them out (with no draws of the family's random generator): most drafts are
+    drawn for a split they miss and never need their files."""
 
     instruction: str
-    files: list[FileSpec]
+    files: list[FileSpec] | Callable[[], list[FileSpec]]
     gold: list[PlanStep]
     tests: list[CompletionTest]
     knobs: dict[str, int] = field(default_factory=dict)
     goals: list[str] = field(default_factory=list)
     shape: list[str] = field(default_factory=list)  # what the solution does, beyond its tools
+
+    def initial_files(self) -> list[FileSpec]:
+        """The task's initial files, laid out on first use."""
+        if callable(self.files):
+            self.files = self.files()
+        return self.files
 
 
 class Family(ABC):

@@ -22,18 +22,26 @@ class Repo:
 
     def __init__(self, root: str = "repo") -> None:
         self.root = root
-        self.objects: dict[str, bytes] = {}
+        self.objects: dict[str, bytes] = {}  # uncompressed until laid out
         self.refs: dict[str, str] = {}
         self.trees: dict[str, dict[str, str]] = {}  # commit -> its files
         self.clock = EPOCH
+        self._written: dict[frozenset[tuple[str, str]], str] = {}  # files -> their tree
 
     def _put(self, kind: str, body: bytes) -> str:
         raw = f"{kind} {len(body)}\0".encode() + body
         digest = hashlib.sha1(raw).hexdigest()
-        self.objects[digest] = zlib.compress(raw, 0)  # stored: generation stays fast
+        self.objects[digest] = raw
         return digest
 
     def _tree(self, files: dict[str, str]) -> str:
+        """The tree of ``files``; a (sub)tree already written is not hashed again."""
+        key = frozenset(files.items())
+        if key not in self._written:
+            self._written[key] = self._write_tree(files)
+        return self._written[key]
+
+    def _write_tree(self, files: dict[str, str]) -> str:
         here: dict[str, str] = {}
         subdirs: dict[str, dict[str, str]] = {}
         for path, text in files.items():
@@ -63,8 +71,8 @@ class Repo:
         out = [file(f"{git}/HEAD", f"ref: refs/heads/{head}\n"), file(f"{git}/config", CONFIG)]
         out += [file(f"{git}/refs/{name}", f"{sha}\n") for name, sha in sorted(self.refs.items())]
         out += [
-            file(f"{git}/objects/{d[:2]}/{d[2:]}", data, 0o444)
-            for d, data in sorted(self.objects.items())
+            file(f"{git}/objects/{d[:2]}/{d[2:]}", zlib.compress(raw, 0), 0o444)
+            for d, raw in sorted(self.objects.items())
         ]
         out.append(file(f"{git}/index", self._index(self.trees[self.refs[f"heads/{head}"]])))
         out += [file(f"{self.root}/{p}", t) for p, t in sorted(worktree.items())]

@@ -7,6 +7,7 @@ import io
 import random
 import tarfile
 import zipfile
+from collections.abc import Callable
 
 from envfactory.terminal.checks import CompletionTest
 from envfactory.terminal.family import WORDS, Draft, Family, q, read, run, write
@@ -54,7 +55,7 @@ class ArchiveHandling(Family):
             members[f"{folder}/{w}.{rng.choice(EXTS)}"] = f"{w} {rng.random():.9f}\n"
         stamp = f"2024-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
         restore = rng.choice(["restore", "recovered", "unpacked", "extracted"])
-        files: list[FileSpec]
+        files: list[FileSpec] | Callable[[], list[FileSpec]]
         shape: list[str] = []
         if difficulty in (1, 2):
             name = f"{rng.choice(['backup', 'snapshot', 'export'])}-{stamp}.tar.gz"
@@ -64,7 +65,7 @@ class ArchiveHandling(Family):
                 if difficulty == 1
                 else {p: t for p, t in members.items() if p.endswith("." + ext)}
             )
-            files = [file(name, tar_gz(members))]
+            files = _packed(name, lambda: tar_gz(members))
             what = "everything" if difficulty == 1 else f"only the .{ext} files"
             instruction = (
                 f"Extract {what} from /work/{name} into /work/{restore}/, keeping the paths "
@@ -97,9 +98,11 @@ class ArchiveHandling(Family):
         elif difficulty == 4:
             target = rng.choice(sorted(members))
             bundle = f"bundle-{stamp}.zip"
-            inner = tar_gz(members)
-            outer = {"inner/archive.tar.gz": inner, "NOTES.txt": b"the data is inside\n"}
-            files = [file(bundle, zip_of(outer))]
+            notes = b"the data is inside\n"
+            files = _packed(
+                bundle,
+                lambda: zip_of({"inner/archive.tar.gz": tar_gz(members), "NOTES.txt": notes}),
+            )
             instruction = (
                 f"/work/{bundle} holds a tar.gz archive. Find the member {target} inside it "
                 f"and extract just that file to /work/{restore}/{target}."
@@ -143,6 +146,11 @@ class ArchiveHandling(Family):
             goals=["archive"],
             shape=shape,
         )
+
+
+def _packed(path: str, pack: Callable[[], bytes]) -> Callable[[], list[FileSpec]]:
+    """A task's one archive, packed when the files are laid out."""
+    return lambda: [file(path, pack())]
 
 
 def _dir(path: str, want: dict[str, str]) -> CompletionTest:

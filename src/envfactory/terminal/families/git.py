@@ -227,7 +227,7 @@ class GitOperation(Family):
         ]
         return Draft(
             instruction=instruction,
-            files=repo.files("main", worktree),
+            files=lambda: repo.files("main", worktree),
             gold=gold,
             tests=tests,
             knobs={"commits": len(history)},

@@ -13,6 +13,7 @@ from envfactory.terminal.family import Draft, Family, read, run, write
 from envfactory.terminal.fs import FileSpec, file
 
 LEVELS = ("INFO", "WARN", "ERROR", "DEBUG")
+FREQUENCY = (6, 8, 10, 11)  # cumulative weights of the levels: 6, 2, 2, 1
 SERVICES = ("api", "auth", "billing", "search", "worker", "gateway", "mailer", "cache")
 MESSAGES = ("request done", "cache miss", "retrying", "timeout upstream", "user login", "ok")
 START = datetime(2024, 3, 1, 8, 0, 0)
@@ -69,10 +70,10 @@ class LogReport(Family):
             lines = []
             for _ in range(per_file):
                 t += timedelta(seconds=rng.randint(1, 300))
-                level = rng.choices(LEVELS, weights=(6, 2, 2, 1))[0]
+                level = rng.choices(LEVELS, cum_weights=FREQUENCY)[0]
                 svc = rng.choice(services)
                 ms = rng.randint(2, 2500)
-                stamp = t.strftime("%Y-%m-%dT%H:%M:%SZ")
+                stamp = t.isoformat() + "Z"  # whole seconds: YYYY-MM-DDTHH:MM:SSZ
                 parsed.append((stamp, level, svc, ms))
                 lines.append(f"{stamp} {level} {svc} {rng.choice(MESSAGES)} latency_ms={ms}")
             text = "\n".join(lines) + "\n"
