@@ -27,6 +27,7 @@ class Repo:
         self.trees: dict[str, dict[str, str]] = {}  # commit -> its files
         self.clock = EPOCH
         self._written: dict[frozenset[tuple[str, str]], str] = {}  # files -> their tree
+        self._blobs: dict[str, str] = {}  # text -> its blob
 
     def _put(self, kind: str, body: bytes) -> str:
         raw = f"{kind} {len(body)}\0".encode() + body
@@ -34,8 +35,13 @@ class Repo:
         self.objects[digest] = raw
         return digest
 
+    def _blob(self, text: str) -> str:
+        if text not in self._blobs:
+            self._blobs[text] = self._put("blob", text.encode())
+        return self._blobs[text]
+
     def _tree(self, files: dict[str, str]) -> str:
-        """The tree of ``files``; a (sub)tree already written is not hashed again."""
+        """The tree of ``files``; a (sub)tree or blob already written is not hashed again."""
         key = frozenset(files.items())
         if key not in self._written:
             self._written[key] = self._write_tree(files)
@@ -49,7 +55,7 @@ class Repo:
             if rest:
                 subdirs.setdefault(head, {})[rest] = text
             else:
-                here[head] = self._put("blob", text.encode())
+                here[head] = self._blob(text)
         entries = [(n, "100644", d) for n, d in here.items()]
         entries += [(n, "40000", self._tree(sub)) for n, sub in subdirs.items()]
         entries.sort(key=lambda e: e[0] + ("/" if e[1] == "40000" else ""))
