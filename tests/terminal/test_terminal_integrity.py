@@ -159,6 +159,28 @@ def test_deleting_the_sources_is_not_moving_them() -> None:
         assert _play(env.id, difficulty, [f"find {src} -type f {keep} -delete"], {}) == 0.0
 
 
+@pytest.mark.parametrize("env_id", ["term-make-pipeline", "term-permissions"])
+def test_a_train_plan_replayed_solves_no_held_out_task(env_id: str) -> None:
+    """With a few fixed folder names, the nearest train task's Makefile or chmods named a
+    test task's folders: replaying it solved 7 of these 40 term-make-pipeline test tasks,
+    and earned 1/3 on 2 of the 40 term-permissions ones."""
+    from envfactory.episode.runner import run_episode
+    from envfactory.policies.exploits import ReplayTrain
+
+    env = envfactory.make(env_id)
+    replay = ReplayTrain(env)
+    rewards = {}
+    for difficulty in env.difficulties:
+        for index in range(8):
+            task = env.task("test", difficulty, index)
+            episode = env.episode()
+            try:
+                rewards[task.task_id] = run_episode(env, task, replay, episode).reward or 0.0
+            finally:
+                episode.close()
+    assert not {t: r for t, r in rewards.items() if r > 0}
+
+
 def test_one_mode_for_every_file_fixes_no_rule() -> None:
     """A blanket `chmod 755` on every file passed the rules wanting 755 (mean 0.19)."""
     for command in ("find . -type f -exec chmod 755 {} +", "chmod -R o-w ."):

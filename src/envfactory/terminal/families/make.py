@@ -56,6 +56,15 @@ def makefile(data: str, build: str, out: str) -> str:
 
 BREAKING = ("tab", "script", "rule")
 EXTRA = ("wildcard", "deps", "clean")
+# The gold fixes bugs in this order, so tasks with the same bugs in the same folders share
+# one plan and split_of keeps them in one split.
+FIXES = BREAKING + EXTRA
+# Folder names are one of these and a word ("input-cedar"): with a few fixed names, a train
+# task's Makefile (replayed) often named a held-out task's folders and solved it.
+DATA = ("data", "input", "raw", "csv")
+BUILD = ("build", "work", "stage")
+OUT = ("out", "dist", "reports")
+REPORTS = ("report", "summary", "totals")
 
 
 class MakePipeline(Family):
@@ -64,20 +73,19 @@ class MakePipeline(Family):
     description = "Repair a Makefile so that make builds a report from data files, and only then."
 
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
-        data = rng.choice(["data", "input", "raw", "csv"])
-        build = rng.choice(["build", "work", "stage"])
-        out = rng.choice(["out/report.txt", "dist/summary.txt", "reports/totals.txt"])
-        out_dir = out.rsplit("/", 1)[0]
+        data = f"{rng.choice(DATA)}-{rng.choice(WORDS)}"
+        build = f"{rng.choice(BUILD)}-{rng.choice(WORDS)}"
+        out_dir = f"{rng.choice(OUT)}-{rng.choice(WORDS)}"
+        out = f"{out_dir}/{rng.choice(REPORTS)}.txt"
         names = sorted(rng.sample(WORDS, rng.randint(2, 2 + difficulty // 2)))
         tables = {n: _csv(rng, rng.randint(3, 6)) for n in names}
         good = makefile(data, build, out)
         n_bugs = rng.randint(*((1, 1), (2, 2), (2, 3), (3, 4), (4, 5))[difficulty - 1])
         first = rng.choice(BREAKING)
-        others = [b for b in BREAKING + EXTRA if b != first]
+        others = [b for b in FIXES if b != first]
         if difficulty == 1:
             others = []
-        bugs = [first, *rng.sample(others, n_bugs - 1)]
-        rng.shuffle(bugs)
+        bugs = sorted([first, *rng.sample(others, n_bugs - 1)], key=FIXES.index)
         rule = (
             f"{build}/%.clean.csv: {data}/%.csv scripts/clean.awk\n"
             f"\t@mkdir -p {build}\n\tawk -f scripts/clean.awk $< > $@\n\n"
@@ -148,7 +156,14 @@ class MakePipeline(Family):
         fresh = f"rm -rf {build} {out_dir}; make >/dev/null 2>&1"
         # Each test prints the report it built and is judged on the host (the expected
         # report never enters the sandbox), so a stub that builds nothing passes none.
-        tests = [_exec("make builds the report", f"{fresh}; cat {out}", stdout=report)]
+        cleaned = "".join(f"{n}.clean.csv\n" for n in names)
+        tests = [
+            _exec(
+                "make builds the report",
+                f"{fresh}; cat {out}; ls {build}",
+                stdout=report + cleaned,
+            )
+        ]
         tests.append(_exec("nothing left to do", f"{fresh} && make -q && cat {out}", stdout=report))
         if "wildcard" in bugs:
             extra, extra_good = _csv(rng, 4)
@@ -173,7 +188,8 @@ class MakePipeline(Family):
             tests.append(
                 _exec(
                     "make clean works",
-                    f"{fresh} && built=$(cat {out}) && make clean >/dev/null 2>&1 && "
+                    f"{fresh} && built=$(cat {out}) && test -d {build} && "
+                    "make clean >/dev/null 2>&1 && "
                     f"test -d {data} && test ! -e {build} && test ! -e {out_dir} && "
                     'printf "%s\\n" "$built"',
                     stdout=report,

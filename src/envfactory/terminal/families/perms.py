@@ -92,7 +92,10 @@ class Permissions(Family):
     description = "Repair the permission bits of a deployment tree by a list of rules."
 
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
-        root = rng.choice(["deploy", "release", "srv", "site", "stack"]) + f"-{rng.choice(WORDS)}"
+        # A root of two words: with one, a train task's plan (replayed) often named the same
+        # tree and fixed the rules the two tasks share.
+        kind = rng.choice(["deploy", "release", "srv", "site", "stack"])
+        root = "-".join([kind, *rng.sample(WORDS, 2)])
         chosen = rng.sample(RULES, min(difficulty + 1, len(RULES)))
         files: list[FileSpec] = [
             file(f"{root}/{path}", f"{path} of the {root} tree.\n", mode)
