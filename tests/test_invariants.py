@@ -4,11 +4,13 @@ nothing never pays, a baseline earns full marks only by doing the task, splits n
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 from hypothesis import example, given
 from hypothesis import strategies as st
 from properties import budget
 
+import envfactory
 from envfactory.episode.runner import run_episode
 from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, RandomPolicy
 from envfactory.quality.check import check
@@ -80,6 +82,22 @@ def test_check_over_500_tasks_passes(db_env: Environment) -> None:
     assert report.duplicate_tasks == 0
     assert report.split_overlap == 0
     assert report.passed
+
+
+def test_held_out_cells_repeat_no_task_within_capacity() -> None:
+    """Every task a university held-out cell makes before it reuses anchors is distinct. Its
+    pools are small and many draws of a student's enrollment land in another split's section;
+    such a draw is drawn again in the task's own slot, where taking another index's slot as a
+    fallback made the two tasks equal (9 pairs over these cells before)."""
+    env = envfactory.make("university")
+    factory = env.factory
+    for split in ("validation", "test"):
+        for difficulty in env.difficulties:
+            count = factory.capacity(split, difficulty) // factory.level(difficulty).width
+            prints = Counter(
+                factory.make(split, difficulty, i).hidden.fingerprint for i in range(count)
+            )
+            assert prints.most_common(1)[0][1] == 1, (split, difficulty)
 
 
 def test_difficulty_ladder_grows_plans(db_env: Environment) -> None:

@@ -211,7 +211,8 @@ class _Instance:
 class TaskFactory:
     """Makes the tasks of one world: ``factory.make(split, difficulty, index)``."""
 
-    MAX_ATTEMPTS = 24
+    MAX_ATTEMPTS = 24  # fallback slots a task may try
+    REDRAWS = 8  # draws of bindings per own slot
 
     def __init__(self, world: World, env_id: str) -> None:
         self.world = world
@@ -498,10 +499,14 @@ class TaskFactory:
         width = min(level.width, len(pool))
         chosen: list[_Instance] = []
         claimed: set[tuple[str, str]] = set()
+        taken: set[int] = set()
         self.store.reset()
-        for slot in _slots(index, width, len(pool), self.MAX_ATTEMPTS, self.env_id, split):
+        slots = _slots(index, width, len(pool), self.REDRAWS, self.MAX_ATTEMPTS, self.env_id, split)
+        for slot in slots:
             if len(chosen) == width:
                 break
+            if slot in taken:
+                continue
             gi, anchor_id = pool[slot]
             try:
                 inst = self._instance(self.goals[gi], anchor_id, level, rng, chosen)
@@ -510,6 +515,7 @@ class TaskFactory:
             except (_Reject, ExprError):
                 continue
             chosen.append(inst)
+            taken.add(slot)
         if len(chosen) < width:
             raise SynthesisError(f"{self.env_id}: no task at {split}/{difficulty}/{index}")
         return self._task(split, difficulty, index, level, chosen, self.store.changes(), rng)
@@ -596,10 +602,13 @@ class TaskFactory:
         return out
 
 
-def _slots(index: int, width: int, size: int, extra: int, *salt: str) -> list[int]:
-    """Pool positions to try for a task: its own ``width`` slots first, then fallbacks drawn
-    by hash (not the next slots, which belong to the next index: that would duplicate it)."""
-    own = [(index * width + j) % size for j in range(width)]
+def _slots(index: int, width: int, size: int, redraws: int, extra: int, *salt: str) -> list[int]:
+    """Pool positions to try for a task: each of its own ``width`` slots up to ``redraws``
+    times (each try draws the bindings anew), then ``extra`` fallbacks drawn by hash. Every
+    other slot is another index's own, so a fallback risks repeating that index's task (not
+    the next slots, which would duplicate the next index outright): a draw that fails only by
+    chance (a value binding chose a row of another split) is drawn again first."""
+    own = [(index * width + j) % size for j in range(width) for _ in range(redraws)]
     fallback = random.Random(stable_hash("fallback", index, width, *salt))
     return own + [fallback.randrange(size) for _ in range(extra)]
 
