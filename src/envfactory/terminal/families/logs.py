@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from envfactory.tasks.types import PlanStep
 from envfactory.terminal.checks import CompletionTest
-from envfactory.terminal.family import Draft, Family, read, run, write
+from envfactory.terminal.family import WORDS, Draft, Family, read, run, write
 from envfactory.terminal.fs import FileSpec, file
 
 LEVELS = ("INFO", "WARN", "ERROR", "DEBUG")
@@ -59,8 +59,10 @@ class LogReport(Family):
         n_files = rng.randint(*((1, 1), (1, 2), (2, 3), (3, 4), (3, 7))[difficulty - 1])
         per_file = rng.randint(10, 12 + 6 * difficulty)
         services = rng.sample(SERVICES, 3 + difficulty // 2)
-        folder = rng.choice(["logs", "var/log", "app/logs", "srv/logs"])
-        out = rng.choice(["report.json", "summary.json", "stats.json", "out/report.json"])
+        # Named with a word: with a few fixed names, a train task's analysis script (replayed)
+        # often read a held-out task's folder and wrote its report.
+        folder = f"{rng.choice(['logs', 'var/log', 'app/logs', 'srv/logs'])}/{rng.choice(WORDS)}"
+        out = f"{rng.choice(['report', 'summary', 'stats', 'out/report'])}-{rng.choice(WORDS)}.json"
         t = START + timedelta(days=rng.randint(0, 300), minutes=rng.randint(0, 600))
         day = t.strftime("%Y-%m-%d")
         files: list[FileSpec] = []
