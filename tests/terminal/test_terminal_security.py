@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from envfactory.terminal import fs
-from envfactory.terminal.sandbox import Limits, Runtime, Sandbox, runtime
+from envfactory.terminal.sandbox import Limits, Runtime, Sandbox, _remove, runtime
 from envfactory.tools.result import ToolFailure
 
 
@@ -196,6 +197,22 @@ def test_teardown_and_orphan_sweep(tmp_path: Path) -> None:
     assert Runtime(root).swept >= 1
     assert not orphan.exists()
     assert rt.root == root
+
+
+def test_a_leftover_swept_twice_keeps_the_root_open(tmp_path: Path) -> None:
+    """Processes starting together (an audit's workers) sweep the same leftovers; the one
+    that found a leftover gone set the shared root to 0700, and no sandbox on the machine
+    could start ("bwrap: Can't find source path .../etc-...: Permission denied") until
+    another process started."""
+    root = tmp_path / "root"
+    runtime(root)
+    mode = stat.S_IMODE(root.stat().st_mode)
+    leftover = root / "ep-1-0-1"
+    (leftover / "locked").mkdir(parents=True)
+    for _ in range(2):
+        _remove(str(leftover))
+    assert not leftover.exists()
+    assert stat.S_IMODE(root.stat().st_mode) == mode  # 0711 on a root host: others cross it
 
 
 def test_materialize_never_writes_through_a_link(tmp_path: Path) -> None:

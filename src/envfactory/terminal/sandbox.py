@@ -135,12 +135,18 @@ def _build_etc(etc: Path) -> None:
 
 
 def _remove(path: str) -> None:
-    """Remove a tree even where the sandbox took away our permissions."""
+    """Remove a tree even where the sandbox took away our permissions. Only modes inside the
+    tree change: the tree's own parent is the shared root, which every sandbox user must be
+    able to cross (two processes sweeping the same leftover at once made the second set the
+    root to 0700, and every sandbox on the machine failed to start until the next process
+    did). A tree another process removed first is left at that."""
 
-    def fix(func: object, p: str, exc: object) -> None:
+    def fix(func: object, p: str, exc: tuple[type[BaseException], BaseException, object]) -> None:
+        if isinstance(exc[1], FileNotFoundError):
+            return
         try:
-            parent = os.path.dirname(p)
-            os.chmod(parent, 0o700)
+            if p != path:
+                os.chmod(os.path.dirname(p), 0o700)
             if os.path.isdir(p) and not os.path.islink(p):
                 os.chmod(p, 0o700)
                 shutil.rmtree(p, ignore_errors=True)
