@@ -11,6 +11,10 @@ target of some train task (replaying that train plan would solve it), and whethe
 its row changes is made by some train task (train plans would cover all its work). Tasks that
 only ask questions change nothing and are left out of both counts.
 
+A question is its goal template and its answer, compared as grading compares answers (45.2 is
+45.20): for each held-out task that asks, the report counts whether some train task asks one of
+its questions with the same answer (the train task's reply, replayed, would give it).
+
 ``python -m envfactory.tasks.heldout retail banking tests/openapi/specs/shop-swagger2.json``
 prints the numbers (500 tasks per split and difficulty; an OpenAPI document is compiled first).
 """
@@ -27,8 +31,10 @@ from pathlib import Path
 from envfactory.env import Environment
 from envfactory.errors import SynthesisError
 from envfactory.tasks.types import Split, TargetChange, Task
+from envfactory.verify.answers import comparable
 
 ChangeKey = tuple[str, str | None, str]
+Question = tuple[str, object]
 NEW_ROW = "<new row>"
 
 
@@ -55,6 +61,12 @@ def change_keys(target: Sequence[TargetChange]) -> frozenset[ChangeKey]:
     return frozenset(keys)
 
 
+def questions(task: Task) -> set[Question]:
+    """A task's questions: (goal template, answer as compared)."""
+    hidden = task.hidden
+    return {(g, comparable(a)) for g, a in zip(hidden.answer_goals, hidden.answers, strict=True)}
+
+
 @dataclass(frozen=True)
 class Overlap:
     """One held-out split against train: how many of its tasks train material solves."""
@@ -64,11 +76,14 @@ class Overlap:
     changing: int  # of those, tasks whose target changes a row
     same_target: int  # targets equal to a train task's target
     covered: int  # targets whose every row change some train target makes
+    asking: int  # tasks that ask questions
+    answered: int  # of those, tasks with a question some train task asks, same answer
 
     def line(self) -> str:
         return (
             f"{self.split:10} tasks {self.tasks:5}  with changes {self.changing:5}  "
-            f"same target as train {self.same_target:4}  all changes in train {self.covered:4}"
+            f"same target as train {self.same_target:4}  all changes in train {self.covered:4}  "
+            f"asking {self.asking:5}  a train answer {self.answered:4}"
         )
 
 
@@ -76,21 +91,26 @@ def compare(train: Iterable[Task], held: Iterable[Task], split: str) -> Overlap:
     """Count the held-out tasks whose target train tasks reproduce (see the module doc)."""
     targets: set[frozenset[ChangeKey]] = set()
     made: set[ChangeKey] = set()
+    asked: set[Question] = set()
     for task in train:
         keys = change_keys(task.hidden.target)
         if keys:
             targets.add(keys)
             made |= keys
-    tasks = changing = same = covered = 0
+        asked |= questions(task)
+    tasks = changing = same = covered = asking = answered = 0
     for task in held:
         tasks += 1
+        if own := questions(task):
+            asking += 1
+            answered += bool(own & asked)
         keys = change_keys(task.hidden.target)
         if not keys:
             continue
         changing += 1
         same += keys in targets
         covered += keys <= made
-    return Overlap(split, tasks, changing, same, covered)
+    return Overlap(split, tasks, changing, same, covered, asking, answered)
 
 
 def split_tasks(env: Environment, split: Split, per_cell: int) -> list[Task]:

@@ -10,11 +10,12 @@ not already solved.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from faker import Faker
 
@@ -33,10 +34,15 @@ from envfactory.tasks.types import (
     Task,
 )
 from envfactory.tools.runtime import RowLoad, RowsQuery
-from envfactory.verify.answers import Vocabulary
+from envfactory.verify.answers import Vocabulary, comparable
 from envfactory.world.state import RowChange, hex_hash, patched_hash
 from envfactory.world.store import Store
 from envfactory.world.world import World
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsLenAndGetItem
+
+_T = TypeVar("_T")
 
 _PREFACES = (
     "I need a few things done.",
@@ -213,6 +219,7 @@ class TaskFactory:
 
     MAX_ATTEMPTS = 24  # fallback slots a task may try
     REDRAWS = 8  # draws of bindings per own slot
+    MAX_DRAWS = 64  # draws of bindings per train anchor whose answers held-out tasks avoid
 
     def __init__(self, world: World, env_id: str) -> None:
         self.world = world
@@ -227,6 +234,7 @@ class TaskFactory:
         self.fake = Faker("en_US")
         self._viable: dict[int, dict[str, list[str]]] | None = None
         self._pools: dict[tuple[str, int], list[tuple[int, str]]] = {}
+        self._asked: dict[str, frozenset[Any]] = {}  # goal -> the answers train tasks give
         self.public_rules = [r.text for r in self.spec.rules]
         self.tool_names = list(world.tools)
         self._vocabulary: Vocabulary | None = None
@@ -261,45 +269,77 @@ class TaskFactory:
         out: dict[int, dict[str, list[str]]] = {}
         for gi, goal in enumerate(self.goals):
             by_split: dict[str, list[str]] = {s: [] for s, _ in SPLIT_SHARES}
+            held: list[tuple[str, Split, Any]] = []  # held-out anchors that ask, and the answer
             entity = goal.spec.anchor.entity
             table = self.world.tables[entity]
             for values in self.world.base.rows[entity].values():
                 row = table.to_row(values)
+                split = self.ownership.split(entity, row["id"])
                 try:
                     where = goal.anchor_where
                     if where is not None and not where({"row": row, "today": self.world.today}):
                         continue
-                    scope = self._bind(goal, row, random.Random(0))
+                    answer = self._trial(goal, self._bind(goal, row, random.Random(0)), split)
                 except (_Reject, ExprError):
                     continue
-                split = self.ownership.split(entity, row["id"])
-                if self._stays_in(goal, scope, split):
+                if split == "train" or answer is None:
                     by_split[split].append(row["id"])
+                else:
+                    held.append((row["id"], split, answer))
+            if goal.answer is not None:
+                asked = self._asked[goal.spec.id] = self._train_answers(goal, by_split["train"])
+                for anchor_id, split, answer in held:
+                    if comparable(answer) not in asked:
+                        by_split[split].append(anchor_id)
             out[gi] = by_split
         self._viable = out
         return out
 
-    def _stays_in(self, goal: _Goal, scope: dict[str, Any], split: Split) -> bool:
-        """Whether the goal's plan, run on one draw of its bindings, succeeds and changes only
-        rows of ``split`` (a task that draws otherwise is rejected when it is made)."""
-        if not any(self.world.tools[s.tool].kind == "write" for s in goal.plan):
-            return True
+    def _trial(self, goal: _Goal, scope: dict[str, Any], split: Split) -> Any:
+        """Run the goal's setup and plan on one draw of its bindings: its answer (None when it
+        asks nothing). Rejects a plan that fails or changes rows of another split than
+        ``split`` (a task that draws otherwise is rejected when it is made)."""
+        writes = any(self.world.tools[s.tool].kind == "write" for s in goal.plan)
+        if goal.answer is None and not writes:
+            return None
         store = self.store
         store.reset()
         try:
             for write in goal.setup:
                 write.apply(store, scope)
             store.mark_start(sorted(set(store.journal)))
+            result = None
             for step in goal.plan:
                 for tool, args in step.calls(scope):
-                    if not self.world.tools[tool](store, args).ok:
-                        return False
+                    outcome = self.world.tools[tool](store, args)
+                    if not outcome.ok:
+                        raise _Reject(f"gold step {tool} failed")
+                    result = outcome.data
             self._held_out(set(store.journal), split)
-        except (_Reject, ExprError):
-            return False
+            if goal.answer is None:
+                return None
+            answer = goal.answer({**scope, "result": result})
+            if answer is None:
+                raise _Reject("no answer")
+            return answer
         finally:
             store.reset()
-        return True
+
+    def _train_answers(self, goal: _Goal, anchors: list[str]) -> frozenset[Any]:
+        """Every answer the goal gives on its train anchors, over every draw of its bindings
+        (up to ``MAX_DRAWS`` per anchor), as answers are compared: a held-out task never asks
+        the goal's question with one of these answers, which train material would give away."""
+        out: set[Any] = set()
+        for anchor_id in anchors:
+            anchor = self.refs.row(goal.spec.anchor.entity, anchor_id)
+            assert anchor is not None
+            draws = _EveryDraw()
+            for _ in range(self.MAX_DRAWS):
+                with contextlib.suppress(_Reject, ExprError):
+                    out.add(comparable(self._trial(goal, self._bind(goal, anchor, draws), "train")))
+                if not draws.advance():
+                    break
+        return frozenset(out)
 
     def _pool(self, split: str, difficulty: int) -> list[tuple[int, str]]:
         """Candidate (goal, anchor) pairs of one cell in a fixed pseudo-random order that
@@ -450,6 +490,8 @@ class TaskFactory:
             inst.answer = inst.goal.answer({**inst.scope, "result": result})
             if inst.answer is None or _answer_text(inst.answer).lower() in inst.text.lower():
                 raise _Reject("no answer, or the request gives its own answer away")
+            if split != "train" and comparable(inst.answer) in self._asked[inst.goal.spec.id]:
+                raise _Reject("a train task asks this question with this answer")
         written = set(store.journal[mark:])
         claims = written | inst.goal.rows_about(inst.scope)
         if claims & claimed:
@@ -558,6 +600,7 @@ class TaskFactory:
             gold_plan=plan,
             target=target,
             answers=answers,
+            answer_goals=[c.goal.spec.id for c in chosen if c.answer is not None],
             answer_key=self.vocabulary.key(instruction, answers),
             profile=profile,
             asks=asks,
@@ -600,6 +643,38 @@ class TaskFactory:
                     )
                 )
         return out
+
+
+class _EveryDraw(random.Random):
+    """Stands in for a binding's random draws and walks all their outcomes, one pass per
+    outcome (:meth:`advance` to the next); a fake value is one draw, not walked."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.path: list[list[int]] = []  # per choice made this pass: [taken, options]
+        self.depth = 0
+
+    def choice(self, seq: SupportsLenAndGetItem[_T]) -> _T:
+        return seq[self._take(len(seq))]
+
+    def randint(self, a: int, b: int) -> int:
+        return a + self._take(b - a + 1)
+
+    def _take(self, options: int) -> int:
+        if self.depth == len(self.path):
+            self.path.append([0, options])
+        self.depth += 1
+        return self.path[self.depth - 1][0]
+
+    def advance(self) -> bool:
+        """Move to the next outcome; False once every outcome was drawn."""
+        self.depth = 0
+        while self.path:
+            if self.path[-1][0] + 1 < self.path[-1][1]:
+                self.path[-1][0] += 1
+                return True
+            self.path.pop()
+        return False
 
 
 def _slots(index: int, width: int, size: int, redraws: int, extra: int, *salt: str) -> list[int]:

@@ -83,6 +83,9 @@ class HiddenTask(BaseModel):
     gold_plan: list[PlanStep]
     target: list[TargetChange]
     answers: list[Any] = Field(default_factory=list, description="values the reply must give")
+    answer_goals: list[str] = Field(
+        default_factory=list, description="the goal template each answer answers, in order"
+    )
     answer_key: AnswerKey = Field(
         default_factory=AnswerKey, description="the candidates a reply is graded against"
     )

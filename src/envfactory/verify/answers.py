@@ -105,7 +105,7 @@ class _Reading:
         return m.says(self.text, m.norm(str(expected)))
 
 
-def _same(expected: Any) -> Any:
+def comparable(expected: Any) -> Any:
     """``expected`` as compared with other answers (45.2 is 45.20; "29B" is "29b")."""
     if kind_of(expected) in ("number", "fraction"):
         return round(float(expected), 2)
@@ -137,7 +137,7 @@ def grade(
     key = key or AnswerKey()
     said, asked = _Reading.of(reply), _Reading.of(key.request)
     # Distinct values by kind: two questions with the same answer are answered by one value.
-    kinds = Counter(kind for kind, _ in {(kind_of(e), _same(e)) for e in expected})
+    kinds = Counter(kind for kind, _ in {(kind_of(e), comparable(e)) for e in expected})
     for kind in kinds:
         of_kind = [e for e in expected if kind_of(e) == kind]
         named = said.candidates(kind, of_kind, key.words)

@@ -160,12 +160,14 @@ def import_task(
         tools=list(world.tools),
     )
     writes = sum(1 for a in actions if a["name"] in world.write_tools)
+    goal = f"tau2:{tau2['id']}"
     hidden = HiddenTask(
         task_id=task_id,
-        goals=[f"tau2:{tau2['id']}"],
+        goals=[goal],
         gold_plan=plan,
         target=target,
         answers=communicate,
+        answer_goals=[goal] * len(communicate),
         answer_key=words.key(public.instruction, communicate),
         profile=held,
         asks=asks,
