@@ -178,6 +178,35 @@ def test_dates_in_every_form_are_one_day_and_many_days_are_many() -> None:
     assert grade("at 9:30 or 10 am", ["09:30"])[0] == 0.0
 
 
+def test_a_word_inside_a_longer_value_named_is_part_of_that_mention() -> None:
+    """A description answer holds words other columns hold ("fire"): saying it names one
+    value, not two; the word said on its own is still its own mention, and a word answer said
+    only inside a longer value is not given."""
+    key = AnswerKey(words=["dark impact fire choose.", "fire", "water", "standard"])
+    answers = ["Dark impact fire choose.", "standard"]
+    assert grade("Done: Dark impact fire choose., standard.", answers, key)[0] == 1.0
+    assert grade("Dark impact fire choose., standard, fire.", answers, key)[0] == 0.0
+    assert grade("Dark impact fire choose.", ["fire"], key)[0] == 0.0
+    assert grade("It is fire, not water.", ["fire"], key)[0] == 0.0
+
+
+def test_a_number_answer_from_1900_to_2100_is_said_bare() -> None:
+    """A bare 1966 is a year unless an answer is such a number: then it is said bare, and
+    two of them are two candidates; a year inside a date never is one."""
+    assert grade("The count is 1966.", [1966])[0] == 1.0
+    assert grade("1966 or 1967.", [1966])[0] == 0.0
+    assert grade("Published 2025-03-30T12:37:00Z: 1966.", [1966, "2025-03-30T12:37:00Z"])[0] == 1.0
+    assert grade("The count is 1966.", [42])[0] == 0.0
+    assert grade("42, since 1966.", [42])[0] == 1.0
+
+
+def test_a_date_time_answer_needs_its_day_and_its_clock_time() -> None:
+    assert grade("Created 2024-12-15 at 18:57.", ["2024-12-15T18:57:00Z"])[0] == 1.0
+    assert grade("Created 2024-12-15T18:57:00Z.", ["2024-12-15T18:57:00Z"])[0] == 1.0
+    assert grade("Created on 2024-12-15.", ["2024-12-15T18:57:00Z"])[0] == 0.0
+    assert grade("2024-12-15 or 2024-12-16 at 18:57.", ["2024-12-15T18:57:00Z"])[0] == 0.0
+
+
 _KINDS = st.sampled_from(["number", "fraction", "date", "time", "code"])
 
 

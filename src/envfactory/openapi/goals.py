@@ -187,9 +187,19 @@ class GoalBuilder:
 
     @staticmethod
     def askable(entity: Entity) -> list[Field]:
-        """Fields worth a question, most telling first (no ids, names or metadata)."""
+        """Fields worth a question, most telling first (no ids, names or metadata; no field
+        of plain dictionary words: such an answer cannot be told from the words of the reply
+        around it, so it cannot be graded as one committed value; no enum of one value: its
+        answer is known without a look)."""
         naming = entity.naming_field
-        fields = [f for n, f in entity.fields.items() if n != naming and not f.ref]
+        fields = [
+            f
+            for n, f in entity.fields.items()
+            if n != naming
+            and not f.ref
+            and f.spec.get("faker") != "word"
+            and (not f.enum or len(f.enum) > 1)
+        ]
         return sorted((f for f in fields if f.type != "boolean" and meaningful(f)), key=rank)[
             :MAX_ASKED
         ]

@@ -1,11 +1,12 @@
 """Does a reply give the answers the user asked for, each as one committed value?
 
-Every expected answer has a kind, read from its value: yes/no, a number, a date, a clock time,
-a code (one token with digits: seat ``29B``, tracking number ``200537866304``) or a word (a
-name, a city, a status). The reply's mentions of that kind are read with the reader that finds
-the answer (:mod:`envfactory.verify.mentions`), so whatever could match counts as a candidate;
-the words a reply could name are the values the answer's column holds in the world, recorded
-on the task at synthesis (:class:`~envfactory.tasks.types.AnswerKey`).
+Every expected answer has a kind, read from its value: yes/no, a number, a date (of a
+date-time, the day and the clock time must both be said), a clock time, a code (one token with
+digits: seat ``29B``, tracking number ``200537866304``) or a word (a name, a city, a status).
+The reply's mentions of that kind are read with the reader that finds the answer
+(:mod:`envfactory.verify.mentions`), so whatever could match counts as a candidate; the words
+a reply could name are the values the answer's column holds in the world, recorded on the task
+at synthesis (:class:`~envfactory.tasks.types.AnswerKey`).
 
 The rule: for each kind asked for, the reply may name no more distinct values of that kind than
 answers of that kind were asked for; values the request itself names do not count (repeating
@@ -29,6 +30,10 @@ from envfactory.verify import mentions as m
 Kind = Literal["yes/no", "number", "fraction", "date", "time", "code", "word"]
 MAX_REPLY_CHARS = 2000
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# A date-time (``2024-12-15T18:57:00Z``) is answered by its day and its clock time.
+_ISO_DATE_TIME = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?$"
+)
 _CLOCK = re.compile(r"^([01]?\d|2[0-3]):[0-5]\d$")
 _NUMERIC = re.compile(r"^-?\d+(?:\.\d+)?$")
 _WIDER: dict[Kind, Kind] = {"fraction": "number"}  # every fractional number is a number
@@ -41,7 +46,7 @@ def kind_of(expected: Any) -> Kind:
     if isinstance(expected, (int, float)):
         return "number" if float(round(expected, 2)).is_integer() else "fraction"
     text = str(expected).strip()
-    if _ISO_DATE.match(text):
+    if _ISO_DATE.match(text) or _ISO_DATE_TIME.match(text):
         return "date"
     if _CLOCK.match(text):
         return "time"
@@ -73,7 +78,7 @@ class _Reading:
         """The distinct values of ``kind`` this text names (``expected``: the answers of that
         kind, whose shapes say what a code looks like)."""
         if kind == "number":
-            return set(self.amounts.values)
+            return set(self.amounts.of_answers(map(float, expected)))
         if kind == "fraction":
             return set(self.amounts.fractional())
         if kind == "date":
@@ -85,16 +90,18 @@ class _Reading:
         if kind == "code":
             shapes = {m.code_pattern(str(e).lower()) for e in expected}
             return {c for shape in shapes for c in m.read_codes(self.blanked, shape)}
-        vocabulary = {m.norm(w) for w in (*words, *map(str, expected))}
-        return {w for w in vocabulary if m.says(self.text, w)}
+        return m.phrases_named(self.text, {m.norm(w) for w in (*words, *map(str, expected))})
 
     def gives(self, expected: Any) -> bool:
         kind = kind_of(expected)
         if kind in ("number", "fraction"):
             return self.amounts.has(float(expected))
         if kind == "date":
-            day = m.date_of(str(expected))
-            return any(m.same_day(day, said) for said in self.days)
+            text = str(expected).strip()
+            stamp = _ISO_DATE_TIME.match(text)
+            day = m.date_of(stamp.group(1) if stamp else text)
+            said_day = any(m.same_day(day, said) for said in self.days)
+            return said_day and (stamp is None or m.time_of(stamp.group(2)) in self.times)
         if kind == "time":
             return m.time_of(str(expected).strip()) in self.times
         if kind == "yes/no":
@@ -138,9 +145,12 @@ def grade(
     said, asked = _Reading.of(reply), _Reading.of(key.request)
     # Distinct values by kind: two questions with the same answer are answered by one value.
     kinds = Counter(kind for kind, _ in {(kind_of(e), comparable(e)) for e in expected})
+    words_said: set[Any] = set()  # a word answer is given when the reply names it on its own
     for kind in kinds:
         of_kind = [e for e in expected if kind_of(e) == kind]
         named = said.candidates(kind, of_kind, key.words)
+        if kind == "word":
+            words_said = set(named)
         named -= asked.candidates(kind, of_kind, key.words)
         named -= _embedded(kind, of_kind, expected, key.words)
         allowed = sum(n for k, n in kinds.items() if k == kind or _WIDER.get(k) == kind)
@@ -149,7 +159,9 @@ def grade(
                 f"the reply names {len(named)} values of kind {kind} where {allowed} "
                 "was asked for: a list of candidates is no answer"
             )
-    hits = sum(said.gives(e) for e in expected)
+    hits = sum(
+        comparable(e) in words_said if kind_of(e) == "word" else said.gives(e) for e in expected
+    )
     return hits / len(expected), f"{hits} of {len(expected)} requested answers given"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 _MONTH_NAMES = [name.lower() for name in calendar.month_name[1:]]
@@ -116,31 +117,44 @@ class Amounts:
     the marked ones are amounts: the rest are quantities ("2 items"), not answers."""
 
     values: frozenset[float]
+    years: frozenset[float] = frozenset()  # bare numbers from 1900 to 2100: amounts if asked
 
     def fractional(self) -> frozenset[float]:
         return frozenset(v for v in self.values if not float(round(v, 2)).is_integer())
 
+    def of_answers(self, expected: Iterable[float]) -> frozenset[float]:
+        """The values that could answer ``expected``: bare year-like numbers too when one of
+        those answers is itself such a number (a count of 1966 is said "1966")."""
+        return self.values | self.years if any(map(is_year, expected)) else self.values
+
     def has(self, expected: float) -> bool:
-        return any(abs(v - expected) <= 0.005 for v in self.values)
+        return any(abs(v - expected) <= 0.005 for v in self.of_answers([expected]))
+
+
+def is_year(value: float) -> bool:
+    return float(value).is_integer() and 1900 <= value <= 2100
 
 
 def read_amounts(text: str) -> Amounts:
     """The numbers of a lower-cased text whose dates and times are blanked out. A bare
-    four-digit number from 1900 to 2100 is a year, and a bare run of ``CODE_DIGITS`` or more
-    digits a code (a tracking or phone number): neither is an amount."""
+    four-digit number from 1900 to 2100 is a year (an amount only where an answer is such a
+    number: :meth:`Amounts.of_answers`), and a bare run of ``CODE_DIGITS`` or more digits a
+    code (a tracking or phone number), not an amount."""
     plain: set[float] = set()
     marked: set[float] = set()
+    years: set[float] = set()
     for match in _NUMBER.finditer(text):
         sign, currency, signed, digits, unit = match.groups()
         money = bool(currency or unit)
         bare = not money and "," not in digits and "." not in digits
-        if bare and (
-            len(digits) >= CODE_DIGITS or (len(digits) == 4 and 1900 <= int(digits) <= 2100)
-        ):
+        if bare and len(digits) >= CODE_DIGITS:
+            continue
+        if bare and len(digits) == 4 and is_year(int(digits)) and not (sign or signed):
+            years.add(float(digits))
             continue
         value = float(digits.replace(",", "")) * (-1 if sign or signed else 1)
         (marked if money else plain).add(round(value, 2))
-    return Amounts(frozenset(marked or plain))
+    return Amounts(frozenset(marked or plain), frozenset() if marked else frozenset(years))
 
 
 def blank(text: str) -> str:
@@ -178,6 +192,19 @@ def read_yes_no(text: str) -> set[str]:
 def says(text: str, phrase: str) -> bool:
     """``phrase`` as whole words of ``text`` (an answer "A" is not in "a day")."""
     return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text) is not None
+
+
+def phrases_named(text: str, phrases: Iterable[str]) -> set[str]:
+    """The ``phrases`` ``text`` names as whole words, longest first: a phrase said only
+    inside a longer one named ("fire" in the description "Dark energy fire choose.") is part
+    of that mention, not a mention of its own."""
+    named: set[str] = set()
+    for phrase in sorted(set(phrases), key=len, reverse=True):
+        pattern = rf"(?<!\w){re.escape(phrase)}(?!\w)"
+        if phrase and re.search(pattern, text):
+            named.add(phrase)
+            text = re.sub(pattern, " ; ", text)
+    return named
 
 
 def norm(text: str) -> str:
