@@ -67,7 +67,8 @@ def test_every_database_world_passes_the_audit(
         assert r["plan_shapes_per_1k"] >= 50
         assert set(r["exploits"]) == EXPLOITS, r["env"]
         for name, stats in r["exploits"].items():
-            assert set(stats) == {"mean", "max", "episodes"} and stats["episodes"] > 0
+            assert set(stats) == {"mean", "max", "episodes", "did_the_work"}
+            assert 0 <= stats["did_the_work"] <= stats["episodes"] and stats["episodes"] > 0
             assert stats["mean"] <= 0.02, (r["env"], name, stats)
         assert r["voided_by_agent"] == 0, r["env"]
 
