@@ -124,9 +124,10 @@ _WRITE = st.tuples(
 def test_cached_hash_and_reads_follow_every_write(
     retail: Environment, ops: list[tuple[str, int]]
 ) -> None:
-    """The store caches reads, row digests and the hash; after any sequence of writes (some
-    putting a row back as it was, deletes and re-inserts, rolled-back transactions, resets),
-    each is what SQLite and a full canonical hash of the whole state say."""
+    """The store caches reads, row digests, the hash and (with the world) queries over
+    untouched tables; after any sequence of writes (some putting a row back as it was, deletes
+    and re-inserts, rolled-back transactions, resets), each is what SQLite and a full canonical
+    hash of the whole state say."""
     base = retail.world.base
     store = retail.world.new_store()
     for op, n in ops:
@@ -134,6 +135,7 @@ def test_cached_hash_and_reads_follow_every_write(
         original = base.tables["customers"].to_row(base.rows["customers"][key])
         store.state_hash()  # warm the caches before the write, so they must be dropped
         store.get("customers", key)
+        store.rows("customers", {"tier": "gold"})
         if op == "reset":
             store.reset()
         elif op == "update" and store.get("customers", key) is not None:
@@ -160,6 +162,10 @@ def test_cached_hash_and_reads_follow_every_write(
         assert store.state_hash() == hash_rows(dump)
         for k in (key, f"CUS-{n % 12 + 1:05d}"):
             assert store.raw("customers", k) == _sql_row(store, "customers", k)
+        gold = "SELECT * FROM customers WHERE tier = 'gold' ORDER BY id"
+        assert [tuple(r.values()) for r in store.rows("customers", {"tier": "gold"})] == [
+            tuple(r) for r in store.conn.execute(gold)
+        ]
         changed = {(c.table, c.key) for c in store.changes()}
         assert changed == {
             (t, k)
@@ -173,6 +179,32 @@ def test_cached_hash_and_reads_follow_every_write(
     again.close()
 
 
+def test_queries_over_untouched_tables_share_the_base_results(retail: Environment) -> None:
+    """A query over a table no write touched is run once per world; each caller gets its own
+    rows, a write makes the writer's queries read SQLite again, and a parameter's type stays
+    part of the query (SQLite compares 1 and 1.0 to a text column differently)."""
+    a, b = retail.world.new_store(), retail.world.new_store()
+    first = a.rows("customers", {"tier": "gold"})
+    first[0]["name"] = "Changed By A Caller"
+    assert b.rows("customers", {"tier": "gold"}) == a.rows("customers", {"tier": "gold"})
+    assert b.rows("customers", {"tier": "gold"})[0]["name"] != "Changed By A Caller"
+    key = first[0]["id"]
+    a.update("customers", key, {"tier": "standard"})
+    assert key not in {r["id"] for r in a.rows("customers", {"tier": "gold"})}
+    assert key in {r["id"] for r in b.rows("customers", {"tier": "gold"})}
+    a.reset()
+    assert key in {r["id"] for r in a.rows("customers", {"tier": "gold"})}
+    a.close()
+    b.close()
+    base = retail.world.base
+    data = {n: [t.to_row(v) for v in base.rows[n].values()] for n, t in base.tables.items()}
+    data["customers"][0]["phone"] = "1"
+    store = Store(Base.build(base.tables, data))
+    assert [r["phone"] for r in store.rows("customers", {"phone": 1})] == ["1"]
+    assert store.rows("customers", {"phone": 1.0}) == []
+    store.close()
+
+
 def test_a_closed_store_cannot_be_used(retail: Environment) -> None:
     store = retail.world.new_store()
     store.close()
@@ -180,6 +212,8 @@ def test_a_closed_store_cannot_be_used(retail: Environment) -> None:
     other = retail.world.new_store()  # takes the connection back
     with pytest.raises(sqlite3.ProgrammingError):
         store.raw("orders", "ORD-00002")
+    with pytest.raises(sqlite3.ProgrammingError):
+        store.rows("orders")
     assert other.raw("orders", "ORD-00002") == base_row(retail, "orders", "ORD-00002")
 
 

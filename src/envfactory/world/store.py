@@ -17,9 +17,35 @@ from envfactory.world.tables import Row, Table
 
 _UNREAD: Any = object()  # a row not read yet (None is a row known to be absent)
 PAGE_SIZE = 1024
+QUERY_ROWS = 50_000  # rows of query results over the base state a world keeps
 _IDLE_BYTES = 32 << 20  # closed episodes' connections kept per world, by snapshot size
 _CLOSED = sqlite3.connect(":memory:", check_same_thread=False)
 _CLOSED.close()  # what a closed store holds: any use raises, as on a closed connection
+
+
+class BaseQueries:
+    """Results of queries over a world's base state, shared by its stores: a query over a
+    table no write has touched since the base reads the same rows in every episode. Kept
+    while they hold at most ``QUERY_ROWS`` rows in all."""
+
+    __slots__ = ("results", "rows")
+
+    def __init__(self) -> None:
+        self.results: dict[tuple[Any, ...], list[Row]] = {}
+        self.rows = 0
+
+    def run(self, conn: sqlite3.Connection, table: Table, sql: str, params: list[Any]) -> list[Row]:
+        """The rows ``sql`` selects, run on ``conn`` (whose ``table`` is the base's) the first
+        time. The key holds the parameters' types: SQLite compares 1 and 1.0 to a text column
+        differently. The rows are shared: callers copy them."""
+        key = (sql, *((type(p), p) for p in params))
+        found = self.results.get(key)
+        if found is None:
+            found = [table.to_row(r) for r in conn.execute(sql, params)]
+            if self.rows + len(found) <= QUERY_ROWS:
+                self.results[key] = found
+                self.rows += len(found)
+        return found
 
 
 @dataclass(frozen=True)
@@ -35,6 +61,7 @@ class Base:
     idle: list[sqlite3.Connection] = dataclasses.field(
         default_factory=list, repr=False, compare=False
     )
+    queries: BaseQueries = dataclasses.field(default_factory=BaseQueries, repr=False, compare=False)
 
     @classmethod
     def build(cls, tables: dict[str, Table], data: Mapping[str, Iterable[Row]]) -> Base:
@@ -63,7 +90,8 @@ class Store:
 
     Reads by id and row digests are cached per row and dropped whenever that row is written
     (or a transaction that wrote it rolls back), and the state hash is kept until the next
-    write: a step that writes one row re-reads and re-digests that row alone.
+    write: a step that writes one row re-reads and re-digests that row alone. A query over a
+    table the store has not touched reads the base's results (:class:`BaseQueries`).
     """
 
     __slots__ = (
@@ -205,7 +233,9 @@ class Store:
             sql.append("ORDER BY id")
         if limit is not None:
             sql.append(f"LIMIT {int(limit)}")
-        return [t.to_row(r) for r in self.conn.execute(" ".join(sql), params)]
+        if table in self.touched or self.conn is _CLOSED:  # the table may not be the base's
+            return [t.to_row(r) for r in self.conn.execute(" ".join(sql), params)]
+        return [r.copy() for r in self.base.queries.run(self.conn, t, " ".join(sql), params)]
 
     # -- writes ------------------------------------------------------------------------------
 
