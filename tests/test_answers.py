@@ -200,6 +200,16 @@ def test_a_number_answer_from_1900_to_2100_is_said_bare() -> None:
     assert grade("42, since 1966.", [42])[0] == 1.0
 
 
+def test_a_whole_number_of_seven_digits_or_more_is_said_as_a_code() -> None:
+    """A timestamp or account number (1741033840) is said as its digits; another such run is
+    another candidate, and a smaller number beside it is no candidate."""
+    assert grade("Created at 1741033840, 2 times.", [1741033840, 2])[0] == 1.0
+    assert grade("1741033840 or 1741033841.", [1741033840])[0] == 0.0
+    uuid = "40266134-57e9-4c82-8476-f8bbb231f1de"
+    assert grade(f"Key {uuid}, created 1712228759.", [uuid, 1712228759])[0] == 1.0
+    assert grade(f"Key {uuid}.", [40266134])[0] == 0.0  # inside the key, not said on its own
+
+
 def test_a_date_time_answer_needs_its_day_and_its_clock_time() -> None:
     assert grade("Created 2024-12-15 at 18:57.", ["2024-12-15T18:57:00Z"])[0] == 1.0
     assert grade("Created 2024-12-15T18:57:00Z.", ["2024-12-15T18:57:00Z"])[0] == 1.0

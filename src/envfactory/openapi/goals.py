@@ -189,8 +189,8 @@ class GoalBuilder:
     def askable(entity: Entity) -> list[Field]:
         """Fields worth a question, most telling first (no ids, names or metadata; no field
         of plain dictionary words: such an answer cannot be told from the words of the reply
-        around it, so it cannot be graded as one committed value; no enum of one value: its
-        answer is known without a look)."""
+        around it, so it cannot be graded as one committed value; no enum of one or two values,
+        like a boolean: a single blind guess is right half the time or more)."""
         naming = entity.naming_field
         fields = [
             f
@@ -198,7 +198,7 @@ class GoalBuilder:
             if n != naming
             and not f.ref
             and f.spec.get("faker") != "word"
-            and (not f.enum or len(f.enum) > 1)
+            and (not f.enum or len(f.enum) > 2)
         ]
         return sorted((f for f in fields if f.type != "boolean" and meaningful(f)), key=rank)[
             :MAX_ASKED

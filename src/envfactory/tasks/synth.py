@@ -241,15 +241,25 @@ class TaskFactory:
 
     @property
     def vocabulary(self) -> Vocabulary:
-        """The world's column values, which word answers are graded against (built once)."""
+        """The world's column values, which word answers are graded against (built once), with
+        every value a column's enum allows: a status that every row holds is still one of its
+        options, and naming them all is a list of candidates."""
         if self._vocabulary is None:
             columns = {
-                f"{name}.{column}": [row[i] for row in self.world.base.rows[name].values()]
+                f"{name}.{column}": [
+                    *(row[i] for row in self.world.base.rows[name].values()),
+                    *self._choices(name, column),
+                ]
                 for name, table in self.world.tables.items()
                 for i, column in enumerate(table.columns)
             }
             self._vocabulary = Vocabulary(columns)
         return self._vocabulary
+
+    def _choices(self, table: str, column: str) -> list[Any]:
+        entity = self.spec.entities.get(table)
+        field = entity.fields.get(column) if entity is not None else None
+        return list(field.choices or []) if field is not None else []
 
     @property
     def difficulties(self) -> list[int]:

@@ -43,6 +43,8 @@ def kind_of(expected: Any) -> Kind:
     """The kind of an expected answer, from its value."""
     if isinstance(expected, bool):
         return "yes/no"
+    if isinstance(expected, int) and expected >= 10 ** (m.CODE_DIGITS - 1):
+        return "code"  # said as a bare run of digits (a timestamp, an account number)
     if isinstance(expected, (int, float)):
         return "number" if float(round(expected, 2)).is_integer() else "fraction"
     text = str(expected).strip()
@@ -89,7 +91,8 @@ class _Reading:
             return m.read_yes_no(self.text)
         if kind == "code":
             shapes = {m.code_pattern(str(e).lower()) for e in expected}
-            return {c for shape in shapes for c in m.read_codes(self.blanked, shape)}
+            found = {c for shape in shapes for c in m.read_codes(self.blanked, shape)}
+            return m.phrases_named(self.blanked, found)  # not the 40266134 of a UUID
         return m.phrases_named(self.text, {m.norm(w) for w in (*words, *map(str, expected))})
 
     def gives(self, expected: Any) -> bool:
@@ -145,12 +148,13 @@ def grade(
     said, asked = _Reading.of(reply), _Reading.of(key.request)
     # Distinct values by kind: two questions with the same answer are answered by one value.
     kinds = Counter(kind for kind, _ in {(kind_of(e), comparable(e)) for e in expected})
-    words_said: set[Any] = set()  # a word answer is given when the reply names it on its own
+    # A word or code answer is given when the reply names it on its own, not inside another.
+    alone: dict[Kind, set[Any]] = {}
     for kind in kinds:
         of_kind = [e for e in expected if kind_of(e) == kind]
         named = said.candidates(kind, of_kind, key.words)
-        if kind == "word":
-            words_said = set(named)
+        if kind in ("word", "code"):
+            alone[kind] = set(named)
         named -= asked.candidates(kind, of_kind, key.words)
         named -= _embedded(kind, of_kind, expected, key.words)
         allowed = sum(n for k, n in kinds.items() if k == kind or _WIDER.get(k) == kind)
@@ -160,7 +164,8 @@ def grade(
                 "was asked for: a list of candidates is no answer"
             )
     hits = sum(
-        comparable(e) in words_said if kind_of(e) == "word" else said.gives(e) for e in expected
+        comparable(e) in alone[kind_of(e)] if kind_of(e) in alone else said.gives(e)
+        for e in expected
     )
     return hits / len(expected), f"{hits} of {len(expected)} requested answers given"
 

@@ -165,18 +165,23 @@ def blank(text: str) -> str:
     return text
 
 
+_TOKEN_START = r"(?<!\w)(?<!\w-)"  # a code is a whole token, not part of a hyphenated one
+_TOKEN_END = r"(?!\w)(?!-\w)"
+
+
 def code_pattern(code: str) -> re.Pattern[str]:
     """Tokens built like ``code``: its runs of letters and of digits, of any length, and the
     same punctuation (seat ``29B``: ``5A``, ``40F``; ``ORD-00062``: ``BK-7``). A code of
-    digits alone is a run of at least ``CODE_DIGITS`` digits (shorter ones are numbers)."""
+    digits alone is a run of at least ``CODE_DIGITS`` digits (shorter ones are numbers). A
+    token is whole: no part of a longer hyphenated one (the 40266134 of a UUID is no code)."""
     if code.isdigit():
-        return re.compile(rf"(?<!\w)\d{{{CODE_DIGITS},}}(?!\w)")
+        return re.compile(rf"{_TOKEN_START}\d{{{CODE_DIGITS},}}{_TOKEN_END}")
     runs = re.findall(r"[^\W\d_]+|\d+|.", code)
     parts = [
         "[^\\W\\d_]+" if r[0].isalpha() else r"\d+" if r[0].isdigit() else re.escape(r)
         for r in runs
     ]
-    return re.compile(rf"(?<!\w){''.join(parts)}(?!\w)")
+    return re.compile(rf"{_TOKEN_START}{''.join(parts)}{_TOKEN_END}")
 
 
 def read_codes(text: str, shape: re.Pattern[str]) -> set[str]:
