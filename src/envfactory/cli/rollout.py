@@ -59,6 +59,8 @@ def _policy(
 ) -> RolloutPolicy:
     if name in SCRIPTED:
         return ScriptedPolicy(name)
+    if name == "local":
+        return local_policy(model, sampling)
     if name == "openai":
         return OpenAIPolicy(
             base_url,
@@ -70,7 +72,24 @@ def _policy(
             timeout_s=call_timeout,
             max_connections=concurrency,
         )
-    raise fail(f"--policy: {name!r} is not openai or one of {', '.join(SCRIPTED)}")
+    raise fail(f"--policy: {name!r} is not local, openai or one of {', '.join(SCRIPTED)}")
+
+
+def local_policy(model: str, sampling: dict[str, Any]) -> RolloutPolicy:
+    """The embedded model (``model`` "default") or the local model folder or ``.gguf`` file
+    at ``model``, sampling at ``temperature`` (default 0.7) up to ``max_tokens`` (256)."""
+    from envfactory.integrations.local_model import TransformersPolicy
+
+    try:
+        return TransformersPolicy.from_path(
+            None if model == "default" else model,
+            temperature=float(sampling.get("temperature", 0.7)),
+            max_new_tokens=int(sampling.get("max_tokens", 256)),
+        )
+    except ImportError as exc:
+        raise fail(f"--policy local needs torch and transformers (make setup): {exc}") from None
+    except EnvFactoryError as exc:
+        raise fail(str(exc)) from None
 
 
 def rollout(
@@ -81,9 +100,16 @@ def rollout(
     group_size: int = typer.Option(1, "--group-size", min=1, help="Episodes kept per task."),
     oversample: int = typer.Option(0, "--oversample", min=0, help="Extra episodes per group."),
     concurrency: int = typer.Option(64, "--concurrency", min=1, help="Live episodes at once."),
-    policy: str = typer.Option("oracle", "--policy", help="openai, or a scripted policy."),
+    policy: str = typer.Option(
+        "oracle", "--policy", help="local (the embedded model), openai, or a scripted policy."
+    ),
     base_url: str = typer.Option("http://127.0.0.1:8000/v1", "--base-url"),
-    model: str = typer.Option("default", "--model", help="Model name for --policy openai."),
+    model: str = typer.Option(
+        "default",
+        "--model",
+        help="--policy openai: the model's name; local: a model folder or .gguf file "
+        "(default: the embedded model).",
+    ),
     api_key_env: str = typer.Option(
         "OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."
     ),
@@ -146,7 +172,7 @@ def rollout(
     )
     refs = plan_tasks(env_ids, n_tasks, cast(list[Split], split_list), levels)
     harness = HarnessConfig(
-        tool_format=tool_format,
+        tool_format="text" if policy == "local" else tool_format,  # tools in the prompt
         max_turns=max_turns,
         context=_context(context),
     )

