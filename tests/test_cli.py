@@ -92,8 +92,9 @@ def test_play_an_episode_at_the_terminal() -> None:
 
 
 def test_demo_runs_every_environment() -> None:
-    rows = as_json("demo", "-n", "10", "--json")
+    rows = as_json("demo", "-n", "10", "--model-tasks", "0", "--json")
     single = {e["id"] for e in as_json("envs", "--json") if e["kind"] != "multiagent"}
     assert {r["env"] for r in rows} == single
     for r in rows:
         assert r["oracle"] == 1.0 and r["noop"] == 0.0 and r["random"] <= 0.05
+        assert r["local"] is None  # no real-model run asked for

@@ -10,6 +10,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
+from envfactory.cli import model_demo
 from envfactory.cli.common import console, err_console, print_json
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.quality.check import sample_cells
@@ -24,8 +25,15 @@ POLICIES = ("oracle", "noisy-oracle", "random", "noop")
 def demo(
     n: int = typer.Option(30, "-n", help="Tasks per environment."),
     json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    model_tasks: int = typer.Option(
+        2, "--model-tasks", min=0, help="Tasks per world for the real model at the end (0: none)."
+    ),
+    model: str = typer.Option(
+        "default", "--model", help="The real model: a folder or .gguf file (default: embedded)."
+    ),
 ) -> None:
-    """Run the scripted policies over a sample of every environment and summarise."""
+    """Run the scripted policies over a sample of every environment and summarise; then a
+    real model (the embedded one by default) on a few tasks of two worlds."""
     # Multi-agent worlds have seats, not one agent: `envfactory check ENV` plays their
     # scripted seats against each other, and `envfactory match` runs them through the engine.
     multi = [e for e in list_envs() if make(e).kind == "multiagent"]
@@ -67,7 +75,13 @@ def demo(
         }
         for env_id in env_ids
     ]
+    worlds = [w for w in model_demo.WORLDS if w in env_ids]
+    ran = model_demo.run_model(model, model_tasks, worlds) if model_tasks and worlds else None
     if json:
+        by_env = {r.env: r for r in ran[1]} if ran else {}
+        for row in rows:  # the model's mean reward beside the scripted ones, where it ran
+            played = by_env.get(str(row["env"]))
+            row["local"] = round(fmean(played.rewards), 3) if played and played.rewards else None
         print_json(rows)
         return
     table = Table(title="mean reward by policy (oracle must be 1, random and noop about 0)")
@@ -86,3 +100,5 @@ def demo(
         console.print(f"[yellow]{count} episodes not scored: {what}[/yellow]")
     for error in sorted(set(errors))[:10]:
         console.print(f"[red]{error}[/red]")
+    if ran:
+        model_demo.show(*ran)
