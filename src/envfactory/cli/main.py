@@ -7,6 +7,7 @@ import typer
 from envfactory.cli import audit, bench, check, demo, envs, openapi, play, rollout, serve, tasks
 from envfactory.cli import curriculum as curriculum_cli
 from envfactory.cli import proxy as proxy_cli
+from envfactory.cli import serve_model as serve_model_cli
 from envfactory.multiagent import cli as multiagent_cli
 
 app = typer.Typer(
@@ -27,6 +28,7 @@ app.command("rollout")(rollout.rollout)
 app.command("match")(multiagent_cli.match)
 app.command("serve")(serve.serve)
 app.command("bench-serve")(serve.bench_serve)
+app.command("serve-model")(serve_model_cli.serve_model)
 app.command("proxy")(proxy_cli.proxy)
 app.add_typer(openapi.app, name="openapi")
 app.add_typer(curriculum_cli.app, name="curriculum")
