@@ -26,7 +26,9 @@ from envfactory.trajectory.record import ModelInfo
 
 
 @dataclass
-class _Generated:
+class Generated:
+    """One reply: its tokens (up to and with the stop token) and their logprobs."""
+
     output_ids: list[int]
     logprobs: list[float]
     stopped: bool  # ended on a stop token (else on the token limit)
@@ -35,7 +37,7 @@ class _Generated:
 @dataclass
 class _Call:
     prompt_ids: list[int]
-    done: asyncio.Future[_Generated] = field(repr=False)
+    done: asyncio.Future[Generated] = field(repr=False)
 
 
 class TransformersSession:
@@ -124,7 +126,7 @@ class TransformersPolicy:
     def session(self, ctx: EpisodeContext) -> TransformersSession:
         return TransformersSession(self, ctx)
 
-    async def generate(self, prompt_ids: list[int]) -> _Generated:
+    async def generate(self, prompt_ids: list[int]) -> Generated:
         """One reply to ``prompt_ids``, generated in a batch with the calls waiting beside it."""
         call = _Call(prompt_ids, asyncio.get_running_loop().create_future())
         self._waiting.append(call)
@@ -148,7 +150,7 @@ class TransformersPolicy:
             for c, out in zip(batch, outs, strict=True):
                 c.done.set_result(out)
 
-    def _generate(self, prompts: list[list[int]]) -> list[_Generated]:
+    def _generate(self, prompts: list[list[int]]) -> list[Generated]:
         import torch
 
         width = max(len(p) for p in prompts)
@@ -179,7 +181,7 @@ class TransformersPolicy:
             end = next((i + 1 for i, t in enumerate(tokens) if t in self.stop_ids), None)
             kept = tokens if end is None else tokens[:end]
             logprobs = [float(x) for x in scores[row, : len(kept)]]
-            results.append(_Generated(kept, logprobs, end is not None))
+            results.append(Generated(kept, logprobs, end is not None))
         return results
 
     async def aclose(self) -> None:

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from envfactory.harness.toolcalls import parse_tool_calls, render_call, tool_response, tools_block
-from envfactory.integrations.local_model import TransformersPolicy, _Generated
+from envfactory.integrations.local_model import Generated, TransformersPolicy
 from envfactory.serving.auth import TokenGuard
 from envfactory.serving.bodies import BadJson, decode
 from envfactory.serving.config import check_bind
@@ -220,7 +220,7 @@ class _Batcher(TransformersPolicy):
         self.pool = pool
         self.pending = 0  # calls queued or generating
 
-    def _generate(self, prompts: list[list[int]]) -> list[_Generated]:
+    def _generate(self, prompts: list[list[int]]) -> list[Generated]:
         with self.pool.lock:
             self.pool.batches.append(len(prompts))
             return super()._generate(prompts)
@@ -280,7 +280,7 @@ class ModelPool:
         except Exception as exc:  # a template refusing a conversation is the client's mistake
             raise RequestError(f"the chat template refused the messages: {exc}") from None
 
-    async def complete(self, prompt_ids: list[int], temperature: float, limit: int) -> _Generated:
+    async def complete(self, prompt_ids: list[int], temperature: float, limit: int) -> Generated:
         """One reply of at most ``limit`` tokens, batched with the calls beside it."""
         key = (temperature, limit)
         batcher = self._batchers.get(key)
