@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 from test_cli import cli
 
+import envfactory
 from envfactory.harness.config import HarnessConfig
+from envfactory.harness.prompt import exposed_tools, opening
 from envfactory.integrations.embedded import EMBEDDED_NAME, ModelNotFound, embedded_path, load
-from envfactory.integrations.local_model import TransformersPolicy
+from envfactory.integrations.local_model import Generated, TransformersPolicy
+from envfactory.policies.base import EpisodeContext
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
 
@@ -51,8 +54,8 @@ def test_concurrent_calls_are_batched_and_match_their_prompts(policy: Transforme
     greedy = TransformersPolicy(
         policy.model, policy.tokenizer, temperature=0, max_new_tokens=6, stop_ids=policy.stop_ids
     )
-    original = greedy._generate
-    greedy._generate = lambda batch: sizes.append(len(batch)) or original(batch)  # type: ignore[method-assign]
+    original = greedy._generate_calls
+    greedy._generate_calls = lambda calls: sizes.append(len(calls)) or original(calls)  # type: ignore[method-assign]
 
     async def greedy_calls() -> list[object]:
         return list(await asyncio.gather(*(greedy.generate(p) for p in prompts)))
@@ -66,6 +69,41 @@ def test_concurrent_calls_are_batched_and_match_their_prompts(policy: Transforme
     for out in outs:
         assert 0 < len(out.output_ids) <= 12 and len(out.logprobs) == len(out.output_ids)  # type: ignore[attr-defined]
         assert all(lp <= 0 for lp in out.logprobs)  # type: ignore[attr-defined]
+
+
+def test_a_shared_system_prompt_is_read_once_and_changes_no_reply(
+    policy: TransformersPolicy,
+) -> None:
+    """Three retail requests under one system prompt (rules and tools: nearly all of each
+    prompt): generated together over the system prompt's kept keys and values, each greedy
+    reply is the one its whole prompt gets read from scratch alone."""
+    env = envfactory.make("retail")
+    harness = HarnessConfig(tool_format="text")
+    messages = []
+    for i in range(3):
+        public = env.task("train", 1, i).public
+        messages.append(
+            opening(public, exposed_tools(public, env.tools("openai"), harness), harness)
+        )
+    greedy = TransformersPolicy(
+        policy.model, policy.tokenizer, temperature=0, max_new_tokens=6, stop_ids=policy.stop_ids
+    )
+    task = env.task("train", 1, 0)
+    session = greedy.session(EpisodeContext("e", "g", 0, task, env.tools("openai"), harness))
+    prompts = [greedy.encode(m) for m in messages]
+    prefixes = [session._prefix(m, p) for m, p in zip(messages, prompts, strict=True)]
+    assert len(set(prefixes)) == 1 and prefixes[0] > 0.9 * max(map(len, prompts))
+
+    async def together() -> list[Generated]:
+        calls = (greedy.generate(p, n) for p, n in zip(prompts, prefixes, strict=True))
+        return list(await asyncio.gather(*calls))
+
+    shared = asyncio.run(together())
+    assert len(greedy._prefixes) == 1
+    for prompt, reply in zip(prompts, shared, strict=True):
+        alone = greedy._generate([prompt])[0]
+        assert reply.output_ids == alone.output_ids
+        assert reply.logprobs == pytest.approx(alone.logprobs, abs=1e-3)
 
 
 def test_episodes_of_the_engine_record_the_model_tokens(policy: TransformersPolicy) -> None:

@@ -7,8 +7,10 @@ read from the reply's text (Hermes / Qwen ``<tool_call>`` blocks): run it with
 ``HarnessConfig(tool_format="text")``.
 
 Calls from concurrent episodes are batched: whatever calls are waiting when the model is free
-(up to ``max_batch``) are generated together, left-padded, in a worker thread, so the event
-loop keeps stepping environments meanwhile. :meth:`TransformersPolicy.from_path` loads the
+(up to ``max_batch``) are generated together, in a worker thread, so the event loop keeps
+stepping environments meanwhile. The system prompt (a world's rules and tools, most of every
+prompt) is read once: its keys and values are kept and shared by every call that starts with
+it, and only each call's own tokens are read. :meth:`TransformersPolicy.from_path` loads the
 embedded model or any local one (:mod:`envfactory.integrations.embedded`).
 """
 
@@ -24,6 +26,9 @@ from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.policies.base import EpisodeContext, PolicyReply, PolicyRequest, RawAction
 from envfactory.trajectory.record import ModelInfo
 
+PREFIX_MIN = 64  # a shared system prompt shorter than this is read again with each call
+PREFIXES_KEPT = 4  # system prompts whose keys and values are kept (a few worlds at once)
+
 
 @dataclass
 class Generated:
@@ -35,8 +40,11 @@ class Generated:
 
 
 @dataclass
-class _Call:
+class PendingCall:
+    """A call waiting for the model, and where its reply goes."""
+
     prompt_ids: list[int]
+    prefix: int  # leading tokens shared by other calls (the system prompt), 0: none
     done: asyncio.Future[Generated] = field(repr=False)
 
 
@@ -44,6 +52,7 @@ class TransformersSession:
     def __init__(self, policy: TransformersPolicy, ctx: EpisodeContext) -> None:
         self.policy = policy
         self.final = ctx.harness.text_reply == "final"
+        self.system: tuple[str, list[int]] | None = None  # the system turn and its tokens
 
     def replay(self, observations: list[Any]) -> None:
         return None  # stateless: the transcript is the whole state
@@ -51,7 +60,7 @@ class TransformersSession:
     async def act(self, request: PolicyRequest) -> PolicyReply:
         p = self.policy
         prompt_ids = [int(t) for t in p.encode(request.messages)]
-        out = await p.generate(prompt_ids)
+        out = await p.generate(prompt_ids, self._prefix(request.messages, prompt_ids))
         text = p.tokenizer.decode(out.output_ids, skip_special_tokens=True)
         plain, calls = parse_tool_calls(text)
         actions: list[RawAction] = list(calls)
@@ -67,6 +76,21 @@ class TransformersSession:
             prompt_tokens=len(prompt_ids),
             completion_tokens=len(out.output_ids),
         )
+
+    def _prefix(self, messages: list[dict[str, Any]], prompt_ids: list[int]) -> int:
+        """How many leading tokens are the system turn (the rules and tools every episode of a
+        world shares), when the template renders it as a prefix; 0 otherwise."""
+        if not messages or messages[0].get("role") != "system":
+            return 0
+        content = str(messages[0].get("content"))
+        if self.system is None or self.system[0] != content:
+            ids = self.policy.tokenizer.apply_chat_template(
+                messages[:1], add_generation_prompt=False, tokenize=True, return_dict=False
+            )
+            self.system = (content, [int(t) for t in ids])
+        ids = self.system[1]
+        shared = len(ids) >= PREFIX_MIN and prompt_ids[: len(ids)] == ids
+        return len(ids) if shared and len(ids) < len(prompt_ids) else 0
 
 
 class TransformersPolicy:
@@ -94,7 +118,8 @@ class TransformersPolicy:
         self.name = name or str(getattr(model.config, "name_or_path", "") or "local-model")
         self.stop_ids = stop_ids or (tokenizer.eos_token_id,)
         self.max_batch = max_batch
-        self._waiting: list[_Call] = []
+        self._waiting: list[PendingCall] = []
+        self._prefixes: dict[tuple[int, ...], Any] = {}  # prefix tokens -> their keys, values
         self._worker: asyncio.Task[None] | None = None
 
     @classmethod
@@ -126,9 +151,11 @@ class TransformersPolicy:
     def session(self, ctx: EpisodeContext) -> TransformersSession:
         return TransformersSession(self, ctx)
 
-    async def generate(self, prompt_ids: list[int]) -> Generated:
-        """One reply to ``prompt_ids``, generated in a batch with the calls waiting beside it."""
-        call = _Call(prompt_ids, asyncio.get_running_loop().create_future())
+    async def generate(self, prompt_ids: list[int], prefix: int = 0) -> Generated:
+        """One reply to ``prompt_ids``, generated in a batch with the calls waiting beside it;
+        its first ``prefix`` tokens (a system prompt other calls share) are read once and
+        their keys and values kept."""
+        call = PendingCall(prompt_ids, prefix, asyncio.get_running_loop().create_future())
         self._waiting.append(call)
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._drain())
@@ -142,7 +169,7 @@ class TransformersPolicy:
                 self._waiting[self.max_batch :],
             )
             try:
-                outs = await asyncio.to_thread(self._generate, [c.prompt_ids for c in batch])
+                outs = await asyncio.to_thread(self._generate_calls, batch)
             except Exception as exc:  # every caller hears of it
                 for c in batch:
                     c.done.set_exception(exc)
@@ -150,18 +177,64 @@ class TransformersPolicy:
             for c, out in zip(batch, outs, strict=True):
                 c.done.set_result(out)
 
-    def _generate(self, prompts: list[list[int]]) -> list[Generated]:
+    def _generate_calls(self, calls: list[PendingCall]) -> list[Generated]:
+        """The calls' replies: those sharing a prefix generated together over its kept keys
+        and values, the rest together from scratch."""
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, c in enumerate(calls):
+            groups.setdefault(tuple(c.prompt_ids[: c.prefix]), []).append(i)
+        out: dict[int, Generated] = {}
+        for prefix, members in groups.items():
+            prompts = [calls[i].prompt_ids for i in members]
+            out.update(zip(members, self._generate(prompts, list(prefix)), strict=True))
+        return [out[i] for i in range(len(calls))]
+
+    def _prefix_cache(self, prefix: list[int], batch: int) -> Any:
+        """The keys and values of ``prefix`` (computed once, the last few kept), one copy per
+        sequence of the batch (generation writes into it)."""
+        import torch
+        from transformers import DynamicCache
+
+        key = tuple(prefix)
+        kept = self._prefixes.pop(key, None)
+        if kept is None:
+            with torch.no_grad():
+                ids = torch.tensor([prefix], device=self.model.device)
+                kept = self.model(ids, use_cache=True).past_key_values
+        self._prefixes[key] = kept  # most recent last
+        while len(self._prefixes) > PREFIXES_KEPT:
+            self._prefixes.pop(next(iter(self._prefixes)))
+        cache = DynamicCache()
+        for i, layer in enumerate(kept.layers):
+            expand = (batch, -1, -1, -1)
+            cache.update(
+                layer.keys.expand(*expand).clone(), layer.values.expand(*expand).clone(), i
+            )
+        return cache
+
+    def _generate(
+        self, prompts: list[list[int]], prefix: list[int] | None = None
+    ) -> list[Generated]:
+        """Replies to ``prompts``, which all start with ``prefix``: sequences are the prefix,
+        padding, then each prompt's own tokens (positions follow the attention mask)."""
         import torch
 
-        width = max(len(p) for p in prompts)
+        prefix = prefix or []
+        own = [p[len(prefix) :] for p in prompts]
+        width = len(prefix) + max(len(p) for p in own)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        gap = [width - len(prefix) - len(p) for p in own]
+        ids = torch.tensor([prefix + [pad] * g + p for g, p in zip(gap, own, strict=True)])
+        mask = torch.tensor(
+            [[1] * len(prefix) + [0] * g + [1] * len(p) for g, p in zip(gap, own, strict=True)]
+        )
+        cache = self._prefix_cache(prefix, len(prompts)) if prefix else None
         sample = self.temperature > 0
         with torch.no_grad():
             out = self.model.generate(
                 ids.to(self.model.device),
                 attention_mask=mask.to(self.model.device),
+                past_key_values=cache,
                 max_new_tokens=self.max_new_tokens,
                 do_sample=sample,
                 temperature=self.temperature if sample else None,

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from envfactory.harness.toolcalls import parse_tool_calls, render_call, tool_response, tools_block
-from envfactory.integrations.local_model import Generated, TransformersPolicy
+from envfactory.integrations.local_model import Generated, PendingCall, TransformersPolicy
 from envfactory.serving.auth import TokenGuard
 from envfactory.serving.bodies import BadJson, decode
 from envfactory.serving.config import check_bind
@@ -220,10 +220,10 @@ class _Batcher(TransformersPolicy):
         self.pool = pool
         self.pending = 0  # calls queued or generating
 
-    def _generate(self, prompts: list[list[int]]) -> list[Generated]:
+    def _generate_calls(self, calls: list[PendingCall]) -> list[Generated]:
         with self.pool.lock:
-            self.pool.batches.append(len(prompts))
-            return super()._generate(prompts)
+            self.pool.batches.append(len(calls))
+            return super()._generate_calls(calls)
 
 
 class ModelPool:
