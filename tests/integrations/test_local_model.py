@@ -11,6 +11,7 @@ import pytest
 from test_cli import cli
 
 import envfactory
+from envfactory.bench.calibration import calibrate, plot_calibration, wilson
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.prompt import exposed_tools, opening
 from envfactory.integrations.embedded import EMBEDDED_NAME, ModelNotFound, embedded_path, load
@@ -134,3 +135,20 @@ def test_rollout_cli_runs_the_packaged_model(tmp_path: Path) -> None:
     assert record["model"]["name"] == EMBEDDED_NAME and record["model"]["tool_format"] == "text"
     bad = cli("rollout", "--envs", "hotel", "--policy", "local", "--model", "/nope.gguf", ok=False)
     assert bad.returncode != 0 and "no model at" in bad.stderr + bad.stdout
+
+
+def test_calibration_cells_have_the_contract_keys_and_honest_intervals(
+    policy: TransformersPolicy, tmp_path: Path
+) -> None:
+    cells = calibrate(policy, ["hotel"], tasks=2, difficulties=[1, 2], max_turns=1)
+    assert [(c.env, c.difficulty, c.tasks) for c in cells] == [("hotel", 1, 2), ("hotel", 2, 2)]
+    for c in cells:
+        row = c.model_dump(mode="json")
+        contract = ("env", "difficulty", "tasks", "success", "ci95", "mean_reward")
+        assert set(contract) | {"tool_call_valid_rate"} <= set(row)
+        low, high = row["ci95"]
+        assert 0 <= low <= row["success"] <= high <= 1 and high > low
+        assert c.prompt_tokens > 0 and c.turns_mean == 1.0
+    assert wilson(0, 20) == (0.0, 0.1611) and wilson(20, 20) == (0.8389, 1.0)
+    picture = plot_calibration(cells, str(tmp_path / "calibration.png"))
+    assert Path(picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

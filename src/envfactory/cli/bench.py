@@ -36,8 +36,24 @@ def bench(
     ray: bool = typer.Option(
         False, "--ray", help="Episodes/s through a Ray pool of 1 vs 2 rollout workers."
     ),
+    calibration: bool = typer.Option(
+        False,
+        "--calibration",
+        help="A real model (the embedded one, or --model) over every single-agent world and "
+        "difficulty: success with a 95%% interval, mean reward, valid tool calls.",
+    ),
+    tasks: int = typer.Option(20, "--tasks", min=1, help="--calibration: tasks per cell."),
+    envs: str = typer.Option("", "--envs", help="--calibration: worlds (default: all)."),
+    difficulties: str = typer.Option("", "--difficulties", help="--calibration: levels."),
+    model: str = typer.Option("default", "--model", help="--calibration: a folder or .gguf."),
+    max_turns: int = typer.Option(4, "--max-turns", min=1, help="--calibration: model calls."),
+    max_tokens: int = typer.Option(128, "--max-tokens", min=1, help="--calibration: per call."),
+    plot: str | None = typer.Option(None, "--plot", help="--calibration: write a heat map PNG."),
 ) -> None:
     """Measure reset, step, evaluate, synthesis and memory per live episode (medians)."""
+    if calibration:
+        _calibration(tasks, envs, difficulties, model, max_turns, max_tokens, plot, json)
+        return
     result: BaseModel
     if sandbox:
         result = _bench_sandbox()
@@ -68,4 +84,54 @@ def bench(
     table.add_column("value", justify="right")
     for key, value in result.model_dump().items():
         table.add_row(key, str(value))
+    console.print(table)
+
+
+def _calibration(
+    tasks: int,
+    envs: str,
+    difficulties: str,
+    model: str,
+    max_turns: int,
+    max_tokens: int,
+    plot: str | None,
+    json: bool,
+) -> None:
+    from rich.progress import Progress
+
+    from envfactory.bench.calibration import calibrate, plot_calibration, single_agent_worlds
+    from envfactory.cli.rollout import local_policy
+
+    worlds = [e.strip() for e in envs.split(",") if e.strip()] or single_agent_worlds()
+    levels = [int(d) for d in difficulties.split(",") if d.strip()] or None
+    policy = local_policy(model, {"temperature": 0.7, "max_tokens": max_tokens})
+    with Progress(console=err_console, transient=True) as bar:
+        job = bar.add_task(f"{policy.info.name} episodes", total=None)
+        cells = calibrate(
+            policy,
+            worlds,
+            tasks,
+            levels,
+            max_turns=max_turns,
+            on_episode=lambda _: bar.advance(job),
+        )
+    if plot:
+        plot_calibration(cells, plot)
+    if json:
+        print_json([c.model_dump(mode="json") for c in cells])
+        return
+    table = Table(title=f"calibration of {policy.info.name} ({tasks} validation tasks per cell)")
+    for col in ("env", "difficulty", "success", "95% CI", "reward", "valid calls", "turns"):
+        table.add_column(col, justify="left" if col == "env" else "right")
+    for c in cells:
+        valid = "-" if c.tool_call_valid_rate is None else f"{c.tool_call_valid_rate:.2f}"
+        table.add_row(
+            c.env,
+            str(c.difficulty),
+            f"{c.success:.2f}",
+            f"{c.ci95[0]:.2f}-{c.ci95[1]:.2f}",
+            f"{c.mean_reward:.3f}",
+            valid,
+            f"{c.turns_mean:.1f}",
+        )
     console.print(table)

@@ -1,0 +1,183 @@
+"""Calibration: how a real model does in every single-agent world, at every difficulty.
+
+The embedded model (or any local model) runs ``tasks`` validation tasks per (world,
+difficulty) through the rollout engine, tools in the prompt. Each cell reports success with a
+95% Wilson interval, mean reward, and how well-formed its tool calls were: the share of the
+calls it attempted that the world ran (a known tool with valid arguments), the share refused
+for their arguments, turns used and tokens. A ``<tool_call>`` block that does not parse is an
+attempted call that is not valid.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from statistics import fmean
+
+from pydantic import BaseModel, Field
+
+from envfactory.harness.config import HarnessConfig
+from envfactory.policies.base import RolloutPolicy
+from envfactory.registry import list_envs, make
+from envfactory.rollout.engine import RolloutEngine
+from envfactory.rollout.types import EngineConfig, TaskRef
+from envfactory.tasks.types import Split
+from envfactory.trajectory.record import EpisodeRecord
+
+BAD_ARGUMENTS = frozenset({"invalid_arguments", "malformed_action"})
+
+
+class CalibrationCell(BaseModel):
+    """One (world, difficulty): the model's results over ``tasks`` tasks."""
+
+    env: str
+    difficulty: int
+    tasks: int
+    success: float = Field(description="share of episodes with reward 1")
+    ci95: tuple[float, float] = Field(description="Wilson 95% interval of success")
+    mean_reward: float
+    tool_call_valid_rate: float | None = Field(
+        description="calls the world ran / calls attempted (None: no call attempted)"
+    )
+    invalid_argument_rate: float | None = Field(
+        description="calls refused for their arguments / calls attempted"
+    )
+    calls_attempted: int
+    turns_mean: float = Field(description="model calls per episode")
+    prompt_tokens: int
+    completion_tokens: int
+    faults: int = Field(0, description="episodes not scored (infrastructure); not in success")
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (sound at 0 and 1, unlike the normal one)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.rewards: list[float] = []
+        self.attempted = self.valid = self.bad_args = self.turns = self.faults = 0
+        self.prompt = self.completion = 0
+
+    def add(self, rec: EpisodeRecord) -> None:
+        if not rec.scored or rec.reward is None:
+            self.faults += 1
+            return
+        self.rewards.append(rec.reward)
+        self.turns += len(rec.calls)
+        for call in rec.calls:
+            self.prompt += call.prompt_tokens or 0
+            self.completion += call.completion_tokens or 0
+        for step in rec.steps:
+            if step.actor != "agent":
+                continue
+            kind = step.action.get("type")
+            if kind == "tool_call":
+                self.attempted += 1
+                self.valid += step.kind != "tool_error" or step.error not in (
+                    *BAD_ARGUMENTS,
+                    "unknown_tool",
+                )
+                self.bad_args += step.error in BAD_ARGUMENTS
+            elif kind == "message" and "<tool_call>" in str(step.action.get("content")):
+                self.attempted += 1  # a call the model meant to make, which did not parse
+
+    def cell(self, env: str, difficulty: int) -> CalibrationCell:
+        n = len(self.rewards)
+        wins = sum(r >= 1.0 for r in self.rewards)
+        rate = (lambda k: round(k / self.attempted, 4)) if self.attempted else (lambda k: None)
+        return CalibrationCell(
+            env=env,
+            difficulty=difficulty,
+            tasks=n,
+            success=round(wins / n, 4) if n else 0.0,
+            ci95=wilson(wins, n),
+            mean_reward=round(fmean(self.rewards), 4) if n else 0.0,
+            tool_call_valid_rate=rate(self.valid),
+            invalid_argument_rate=rate(self.bad_args),
+            calls_attempted=self.attempted,
+            turns_mean=round(self.turns / n, 2) if n else 0.0,
+            prompt_tokens=self.prompt,
+            completion_tokens=self.completion,
+            faults=self.faults,
+        )
+
+
+def single_agent_worlds() -> list[str]:
+    return [e for e in list_envs() if make(e).kind != "multiagent"]
+
+
+def calibrate(
+    policy: RolloutPolicy,
+    envs: Sequence[str],
+    tasks: int,
+    difficulties: Sequence[int] | None = None,
+    split: Split = "validation",
+    max_turns: int = 4,
+    on_episode: Callable[[EpisodeRecord], None] | None = None,
+) -> list[CalibrationCell]:
+    """``tasks`` episodes of ``policy`` per (world, difficulty) of ``split`` (every level of
+    each world by default), one task each."""
+    refs = [
+        TaskRef(env, split, d, i)
+        for env in envs
+        for d in (difficulties or make(env).difficulties)
+        if d in make(env).difficulties
+        for i in range(min(tasks, make(env).capacity(split, d) or tasks))
+    ]
+    tallies: dict[tuple[str, int], _Tally] = defaultdict(_Tally)
+
+    def done(rec: EpisodeRecord) -> None:
+        tallies[(rec.env_id, rec.difficulty)].add(rec)
+        if on_episode is not None:
+            on_episode(rec)
+
+    engine = RolloutEngine(
+        policy,
+        harness=HarnessConfig(tool_format="text", max_turns=max_turns),
+        config=EngineConfig(concurrency=16),
+        on_episode=done,
+        keep_records=False,
+    )
+    engine.run_sync(refs)
+    cells = sorted({(r.env_id, r.difficulty) for r in refs})
+    return [tallies[key].cell(*key) for key in cells]
+
+
+def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:
+    """A heat map of success by world (rows) and difficulty (columns), each cell annotated
+    with its success and, below, its share of valid tool calls."""
+    from matplotlib.figure import Figure
+
+    envs = sorted({c.env for c in cells})
+    levels = sorted({c.difficulty for c in cells})
+    at = {(c.env, c.difficulty): c for c in cells}
+    grid = [[at[(e, d)].success if (e, d) in at else math.nan for d in levels] for e in envs]
+    fig = Figure(figsize=(1.4 * len(levels) + 3, 0.42 * len(envs) + 1.6), dpi=110)
+    ax = fig.subplots()
+    image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(levels)), [str(d) for d in levels])
+    ax.set_yticks(range(len(envs)), envs)
+    ax.set_xlabel("difficulty")
+    for i, e in enumerate(envs):
+        for j, d in enumerate(levels):
+            c = at.get((e, d))
+            if c is None:
+                continue
+            valid = "-" if c.tool_call_valid_rate is None else f"{c.tool_call_valid_rate:.0%}"
+            text = f"{c.success:.2f}\n{valid} valid"
+            colour = "white" if c.success < 0.5 else "black"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color=colour)
+    fig.colorbar(image, ax=ax, label="success (reward 1)")
+    n = max((c.tasks for c in cells), default=0)
+    ax.set_title(f"calibration: success per world and difficulty ({n} tasks per cell)")
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
