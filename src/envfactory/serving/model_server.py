@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -46,7 +45,7 @@ from envfactory.integrations.local_model import Generated, PendingCall, Transfor
 from envfactory.serving.auth import TokenGuard
 from envfactory.serving.bodies import BadJson, decode
 from envfactory.serving.config import check_bind
-from envfactory.serving.server import free_port
+from envfactory.serving.server import free_port, in_background
 
 DEFAULT_MAX_TOKENS = 512
 _POLICIES_KEPT = 16  # sampling settings with a batcher of their own, at most (idle ones go)
@@ -588,25 +587,9 @@ def running_model(
     """Serve ``pool`` on a free loopback port until the block ends."""
     port = port or free_port(host)
     server = uvicorn.Server(_uvicorn_config(pool, host, port, token, "warning"))
-    thread = threading.Thread(target=server.run, name="envfactory-model-server", daemon=True)
-    thread.start()
     url = f"http://{host}:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline or not thread.is_alive():
-            server.should_exit = True
-            raise RuntimeError(f"the model server at {url} did not start")
-        time.sleep(0.02)
-    try:
+    with in_background(server, url, "envfactory-model-server"):
         yield RunningModel(url=url, base_url=f"{url}/v1", server=server, pool=pool)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 __all__ = [

@@ -77,9 +77,16 @@ def running(
     config = config or ServeConfig()
     port = port or free_port(host)
     server = uvicorn.Server(_uvicorn_config(config, host, port, "warning", envs))
-    thread = threading.Thread(target=server.run, name="envfactory-server", daemon=True)
-    thread.start()
     url = f"http://{host}:{port}"
+    with in_background(server, url, "envfactory-server"):
+        yield Running(url=url, server=server)
+
+
+@contextlib.contextmanager
+def in_background(server: uvicorn.Server, url: str, name: str) -> Iterator[None]:
+    """Run ``server`` in a thread until the block ends, once ``url/health`` answers."""
+    thread = threading.Thread(target=server.run, name=name, daemon=True)
+    thread.start()
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -92,7 +99,7 @@ def running(
             raise RuntimeError(f"the server at {url} did not start")
         time.sleep(0.02)
     try:
-        yield Running(url=url, server=server)
+        yield
     finally:
         server.should_exit = True
         thread.join(timeout=10)
