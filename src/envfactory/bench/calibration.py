@@ -171,8 +171,9 @@ def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:
             c = at.get((e, d))
             if c is None:
                 continue
-            valid = "-" if c.tool_call_valid_rate is None else f"{c.tool_call_valid_rate:.0%}"
-            text = f"{c.success:.2f}\n{valid} valid"
+            rate = c.tool_call_valid_rate
+            valid = "no calls" if rate is None else f"{rate:.0%} valid"
+            text = f"{c.success:.2f}\n{valid}"
             colour = "white" if c.success < 0.5 else "black"
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color=colour)
     fig.colorbar(image, ax=ax, label="success (reward 1)")
