@@ -206,3 +206,59 @@ def test_open_episodes_are_checkpointed_at_shutdown(server: Any, tmp_path: Path)
     reopened.close()
     lines = (tmp_path / "run" / "partial.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["calls"][0]["output_ids"]
+
+
+def test_the_proxy_records_the_embedded_models_own_tokens(tmp_path: Path) -> None:
+    """The real model behind the proxy (envfactory serve-model's server, SmolLM2-135M): an
+    agent harness's two calls are stored with exactly the ids and logprobs the model server
+    returned, and the harness sees a plain reply."""
+    from openai import OpenAI
+
+    from envfactory.serving.model_server import ModelPool, running_model
+
+    env = envfactory.make("hotel")
+    task = env.task("train", 1, 0)
+    tools = exposed_tools(task.public, env.tools("openai"), HarnessConfig())
+    messages: list[dict[str, Any]] = opening(task.public, tools, HarnessConfig())
+    key = f"{task.task_id}#0"
+    store = TrajectoryStore(tmp_path / "run")
+    direct: list[dict[str, Any]] = []
+    with (
+        running_model(ModelPool.load(max_tokens=12)) as model,
+        ThreadServer(CaptureProxy(model.base_url, store).app()) as http,
+    ):
+        through = OpenAI(base_url=f"{http.url}/v1", api_key="unused")
+        plain = OpenAI(base_url=model.base_url, api_key="unused")
+        for _ in range(2):
+            reply = through.chat.completions.create(
+                model="smol",
+                messages=messages,
+                tools=tools,
+                max_tokens=12,
+                temperature=0,
+                extra_headers={"X-Session-ID": key},
+            )
+            assert reply.choices[0].logprobs is None  # the harness gets what it asked for
+            same = plain.chat.completions.create(
+                model="smol",
+                messages=messages,
+                tools=tools,
+                max_tokens=12,
+                temperature=0,
+                logprobs=True,
+                extra_body={"return_token_ids": True},
+            ).model_dump()
+            direct.append(same)
+            message = reply.choices[0].message.model_dump(exclude_none=True)
+            messages += [message, {"role": "user", "content": "Please go on."}]
+        finish = {"task_id": task.task_id, "reward": 0.0, "status": "completed"}
+        r = httpx.post(f"{http.url}/episodes/{quote(key, safe='')}/finish", json=finish)
+        assert r.status_code == 200, r.text
+    store.close()
+    (rec,) = TrajectoryStore(store.directory).records()
+    assert rec.episode_id == key and len(rec.calls) == 2
+    for call, same in zip(rec.calls, direct, strict=True):  # greedy: the same tokens again
+        assert call.prompt_ids == same["prompt_token_ids"]
+        assert call.output_ids == same["choices"][0]["token_ids"]
+        logprobs = [t["logprob"] for t in same["choices"][0]["logprobs"]["content"]]
+        assert call.output_logprobs == pytest.approx(logprobs, abs=1e-4)
