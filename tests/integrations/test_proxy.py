@@ -230,23 +230,17 @@ def test_the_proxy_records_the_embedded_models_own_tokens(tmp_path: Path) -> Non
         through = OpenAI(base_url=f"{http.url}/v1", api_key="unused")
         plain = OpenAI(base_url=model.base_url, api_key="unused")
         for _ in range(2):
-            reply = through.chat.completions.create(
-                model="smol",
-                messages=messages,
-                tools=tools,
-                max_tokens=12,
-                temperature=0,
-                extra_headers={"X-Session-ID": key},
-            )
+            request: dict[str, Any] = {
+                "model": "smol",
+                "messages": messages,
+                "tools": tools,
+                "max_tokens": 12,
+                "temperature": 0,
+            }
+            reply = through.chat.completions.create(**request, extra_headers={"X-Session-ID": key})
             assert reply.choices[0].logprobs is None  # the harness gets what it asked for
             same = plain.chat.completions.create(
-                model="smol",
-                messages=messages,
-                tools=tools,
-                max_tokens=12,
-                temperature=0,
-                logprobs=True,
-                extra_body={"return_token_ids": True},
+                **request, logprobs=True, extra_body={"return_token_ids": True}
             ).model_dump()
             direct.append(same)
             message = reply.choices[0].message.model_dump(exclude_none=True)

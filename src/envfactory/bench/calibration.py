@@ -26,6 +26,7 @@ from envfactory.tasks.types import Split
 from envfactory.trajectory.record import EpisodeRecord
 
 BAD_ARGUMENTS = frozenset({"invalid_arguments", "malformed_action"})
+REFUSED = BAD_ARGUMENTS | {"unknown_tool"}  # calls the world did not run
 
 
 class CalibrationCell(BaseModel):
@@ -81,10 +82,7 @@ class _Tally:
             kind = step.action.get("type")
             if kind == "tool_call":
                 self.attempted += 1
-                self.valid += step.kind != "tool_error" or step.error not in (
-                    *BAD_ARGUMENTS,
-                    "unknown_tool",
-                )
+                self.valid += step.error not in REFUSED
                 self.bad_args += step.error in BAD_ARGUMENTS
             elif kind == "message" and "<tool_call>" in str(step.action.get("content")):
                 self.attempted += 1  # a call the model meant to make, which did not parse
@@ -125,12 +123,13 @@ def calibrate(
 ) -> list[CalibrationCell]:
     """``tasks`` episodes of ``policy`` per (world, difficulty) of ``split`` (every level of
     each world by default), one task each."""
+    worlds = {env: make(env) for env in envs}
     refs = [
         TaskRef(env, split, d, i)
-        for env in envs
-        for d in (difficulties or make(env).difficulties)
-        if d in make(env).difficulties
-        for i in range(min(tasks, make(env).capacity(split, d) or tasks))
+        for env, world in worlds.items()
+        for d in (difficulties or world.difficulties)
+        if d in world.difficulties
+        for i in range(min(tasks, world.capacity(split, d) or tasks))
     ]
     tallies: dict[tuple[str, int], _Tally] = defaultdict(_Tally)
 
