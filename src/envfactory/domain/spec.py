@@ -316,7 +316,19 @@ class LevelSpec(_Spec):
         0.0, ge=0.0, le=1.0, description="chance the user holds back a reference's facts"
     )
     goal_levels: list[int] = Field(default_factory=lambda: [1])
+    one_call: bool = Field(False, description="only goals whose gold plan is a single call")
+    plan_tools: bool = Field(False, description="expose only the tools of the gold plan")
 
+    def admits(self, goal: GoalSpec) -> bool:
+        """Whether a goal's tasks belong on this rung."""
+        if goal.level not in self.goal_levels:
+            return False
+        return not self.one_call or (len(goal.plan) == 1 and goal.plan[0].for_each is None)
+
+
+#: Difficulty 0, below the ladder: one sub-goal, one call, ids given, and only that call's tool
+#: shown, so that a small model has somewhere to start (a world without such a goal has none).
+STARTER = LevelSpec(width=1, indirection=0, goal_levels=[1], one_call=True, plan_tools=True)
 
 DEFAULT_LADDER: tuple[LevelSpec, ...] = (
     LevelSpec(width=1, indirection=0, goal_levels=[1]),
@@ -407,6 +419,9 @@ class DomainSpec(_Spec):
     rules: list[RuleSpec] = Field(default_factory=list)
     goals: list[GoalSpec]
     ladder: list[LevelSpec] = Field(default_factory=lambda: list(DEFAULT_LADDER))
+    starter: LevelSpec | None = Field(
+        STARTER, description="difficulty 0, below the ladder (null: the world has none)"
+    )
     handlers: str | None = Field(None, description="module that registers Python handlers")
     rubric: RubricSpec | None = Field(
         None, description="override weights or add items to the verifier's rubric"

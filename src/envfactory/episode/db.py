@@ -97,10 +97,11 @@ class DatabaseEpisode(ToolEpisode):
         )
 
     def _call(self, call: ToolCall) -> Observation:
-        tool = self.env.world.tools.get(call.tool)
-        if tool is None:
-            return error_observation(unknown_tool(call.tool, self.env.world.tools))
         assert self.task is not None
+        shown = self.task.public.tools  # the task's tools (the starter level shows only some)
+        tool = self.env.world.tools.get(call.tool) if call.tool in shown else None
+        if tool is None:
+            return error_observation(unknown_tool(call.tool, shown))
         injected = fault(self.config.noise, self.task.task_id, self.tool_calls, call.tool)
         self.tool_calls += 1
         if injected is not None:

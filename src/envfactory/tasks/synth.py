@@ -263,11 +263,17 @@ class TaskFactory:
 
     @property
     def difficulties(self) -> list[int]:
-        return list(range(1, len(self.spec.ladder) + 1))
+        """The ladder's rungs 1..n, and 0 (the starter) when some goal fits it."""
+        starter = self.spec.starter
+        first = 0 if starter and any(starter.admits(g.spec) for g in self.goals) else 1
+        return list(range(first, len(self.spec.ladder) + 1))
 
     def level(self, difficulty: int) -> LevelSpec:
-        if not 1 <= difficulty <= len(self.spec.ladder):
-            raise SynthesisError(f"difficulty must be 1..{len(self.spec.ladder)}, got {difficulty}")
+        if difficulty not in self.difficulties:
+            raise SynthesisError(f"difficulty must be one of {self.difficulties}, got {difficulty}")
+        if difficulty == 0:
+            assert self.spec.starter is not None
+            return self.spec.starter
         return self.spec.ladder[difficulty - 1]
 
     # -- candidate pools ---------------------------------------------------------------------
@@ -357,11 +363,11 @@ class TaskFactory:
         key = (split, difficulty)
         if key in self._pools:
             return self._pools[key]
-        levels = set(self.level(difficulty).goal_levels)
+        level = self.level(difficulty)
         rng = random.Random(stable_hash("pool", self.env_id, split, difficulty))
         queues = []
         for gi, by_split in self._viable_anchors().items():
-            if self.goals[gi].spec.level in levels and by_split[split]:
+            if level.admits(self.goals[gi].spec) and by_split[split]:
                 anchors = list(by_split[split])
                 rng.shuffle(anchors)
                 queues.append([(gi, a) for a in anchors])
@@ -602,7 +608,7 @@ class TaskFactory:
             instruction=instruction,
             persona=self.spec.persona,
             rules=self.public_rules,
-            tools=self.tool_names,
+            tools=self._shown_tools(level, plan),
         )
         hidden = HiddenTask(
             task_id=task_id,
@@ -635,6 +641,12 @@ class TaskFactory:
             ],
         )
         return Task(public=public, hidden=hidden, initial_hash=hex_hash(start))
+
+    def _shown_tools(self, level: LevelSpec, plan: list[PlanStep]) -> list[str]:
+        if not level.plan_tools:
+            return self.tool_names
+        used = {s.tool for s in plan}
+        return [t for t in self.tool_names if t in used]
 
     def _setup_changes(self, chosen: list[_Instance]) -> list[TargetChange]:
         """The rows each sub-goal's setup broke, as the episode's start has them."""
