@@ -131,3 +131,23 @@ def test_group_size_and_oversampling(server: ChatServer) -> None:
     assert summary.groups["complete"] == 4
     assert summary.discarded == 4 * 2
     assert len({r.episode_id for r in records}) == len(records)
+
+
+def test_tool_choice_first_asks_the_server_for_a_call_on_the_first_turn_only(
+    server: ChatServer,
+) -> None:
+    harness = HarnessConfig(tool_choice="first")
+    _, records = run_openai(server, REFS[2:4], harness=harness)
+    assert all(r.reward == 1.0 and r.model.tool_format == "native" for r in records)
+    turns = {(q["session"], q["turn"]): q["body"] for q in server.state.requests}
+    assert {t for _, t in turns} >= {0, 1}
+    for (_, turn), body in turns.items():
+        assert body.get("tool_choice") == ("required" if turn == 0 else None)
+
+
+def test_the_grammar_format_is_refused_behind_an_api(server: ChatServer) -> None:
+    """Grammar decoding needs the model in this process: an API policy says so, and the
+    episode is a fault (never a scored 0)."""
+    _, records = run_openai(server, REFS[:1], harness=HarnessConfig(tool_format="grammar"))
+    assert records[0].status == "infra_error" and records[0].reward is None
+    assert "constrains a local model" in (records[0].error or "")

@@ -113,7 +113,15 @@ def rollout(
     api_key_env: str = typer.Option(
         "OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the API key."
     ),
-    tool_format: str = typer.Option("native", "--tool-format", help="native or text."),
+    tool_format: str = typer.Option(
+        "native",
+        "--tool-format",
+        help="native, text or grammar (calls decoded under the tools' grammar: local models; "
+        "--policy local turns native into text).",
+    ),
+    tool_choice: str = typer.Option(
+        "auto", "--tool-choice", help="auto, required, or first (the first reply calls a tool)."
+    ),
     temperature: float | None = typer.Option(None, "--temperature"),
     max_tokens: int | None = typer.Option(None, "--max-tokens"),
     sampling: str = typer.Option("{}", "--sampling", help="More sampling arguments, as JSON."),
@@ -163,8 +171,12 @@ def rollout(
         extra = jsonlib.loads(sampling)
     except ValueError as exc:
         raise fail(f"--difficulties / --sampling: {exc}") from None
-    if tool_format not in ("native", "text"):
-        raise fail("--tool-format is native or text")
+    if tool_format not in ("native", "text", "grammar"):
+        raise fail("--tool-format is native, text or grammar")
+    if tool_format == "grammar" and policy != "local":
+        raise fail("--tool-format grammar constrains a local model's decoding: --policy local")
+    if tool_choice not in ("auto", "required", "first"):
+        raise fail("--tool-choice is auto, required or first")
     args = {"temperature": temperature, "max_tokens": max_tokens}
     sampling_args = {**{k: v for k, v in args.items() if v is not None}, **extra}
     chosen = _policy(
@@ -172,7 +184,8 @@ def rollout(
     )
     refs = plan_tasks(env_ids, n_tasks, cast(list[Split], split_list), levels)
     harness = HarnessConfig(
-        tool_format="text" if policy == "local" else tool_format,  # tools in the prompt
+        tool_format="text" if policy == "local" and tool_format == "native" else tool_format,
+        tool_choice=tool_choice,
         max_turns=max_turns,
         context=_context(context),
     )

@@ -35,9 +35,16 @@ class HarnessConfig(BaseModel):
         description="a template with {persona}, {rules} and {env_id}; None uses the default",
     )
     tools: list[str] | None = Field(None, description="tools to expose; None exposes all")
-    tool_format: Literal["native", "text"] = Field(
+    tool_format: Literal["native", "text", "grammar"] = Field(
         "native",
-        description="native: OpenAI tool calls; text: Hermes/Qwen <tool_call> JSON in the reply",
+        description="native: OpenAI tool calls; text: Hermes/Qwen <tool_call> JSON in the "
+        "reply; grammar: the same, decoded under a grammar of the exposed tools (local models)",
+    )
+    tool_choice: Literal["auto", "required", "first"] = Field(
+        "auto",
+        description="auto: each reply may call a tool or talk; required: every reply calls a "
+        "tool; first: the first reply calls a tool, then auto. Enforced by the grammar "
+        "(tool_format 'grammar') and passed to chat-completions servers (native)",
     )
     max_turns: int = Field(30, ge=1, description="model calls before the episode is truncated")
     max_steps: int = Field(60, ge=1, description="environment steps before it is truncated")
@@ -48,6 +55,15 @@ class HarnessConfig(BaseModel):
         "episode itself (final)",
     )
     context: ContextConfig = Field(default_factory=ContextConfig)
+
+    @property
+    def calls_in_text(self) -> bool:
+        """Tools are listed in the system prompt and called in the reply's text."""
+        return self.tool_format != "native"
+
+    def call_required(self, call_index: int) -> bool:
+        """Whether the reply of model call ``call_index`` (0-based) must call a tool."""
+        return self.tool_choice == "required" or (self.tool_choice == "first" and call_index == 0)
 
     def episode_config(self, base: EpisodeConfig | None = None) -> EpisodeConfig:
         """The episode settings with this harness's step limit."""

@@ -35,7 +35,7 @@ def system_prompt(task: PublicTask, tools: list[dict[str, Any]], harness: Harnes
     text = (harness.system_prompt or DEFAULT_SYSTEM).format(
         persona=task.persona, rules=rules, env_id=task.env_id
     )
-    if harness.tool_format == "text":
+    if harness.calls_in_text:
         text += "\n\n" + tools_block(tools)
     return text
 

@@ -4,7 +4,8 @@ It renders each call's context with the tokenizer's chat template, samples with
 ``model.generate`` and records the exact prompt ids, output ids and the sampler's logprob of
 every output token, so its episodes are token-faithful like a vLLM server's. Tool calls are
 read from the reply's text (Hermes / Qwen ``<tool_call>`` blocks): run it with
-``HarnessConfig(tool_format="text")``.
+``HarnessConfig(tool_format="text")``, or ``"grammar"`` to decode every reply under the grammar
+of a message or one well-formed call of an exposed tool (:mod:`envfactory.harness.grammar`).
 
 Calls from concurrent episodes are batched: whatever calls are waiting when the model is free
 (up to ``max_batch``) are generated together, in a worker thread, so the event loop keeps
@@ -22,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from envfactory.episode.types import Message
+from envfactory.harness.grammar import reply_grammar
 from envfactory.harness.toolcalls import parse_tool_calls
+from envfactory.integrations.embedded import END_OF_TURN
 from envfactory.policies.base import EpisodeContext, PolicyReply, PolicyRequest, RawAction
 from envfactory.trajectory.record import ModelInfo
 
@@ -45,6 +48,7 @@ class PendingCall:
 
     prompt_ids: list[int]
     prefix: int  # leading tokens shared by other calls (the system prompt), 0: none
+    grammar: str | None  # the grammar the reply must follow, None: free text
     done: asyncio.Future[Generated] = field(repr=False)
 
 
@@ -53,6 +57,8 @@ class TransformersSession:
         self.policy = policy
         self.final = ctx.harness.text_reply == "final"
         self.system: tuple[str, list[int]] | None = None  # the system turn and its tokens
+        self.harness = ctx.harness
+        self.tools = ctx.tools
 
     def replay(self, observations: list[Any]) -> None:
         return None  # stateless: the transcript is the whole state
@@ -60,7 +66,9 @@ class TransformersSession:
     async def act(self, request: PolicyRequest) -> PolicyReply:
         p = self.policy
         prompt_ids = [int(t) for t in p.encode(request.messages)]
-        out = await p.generate(prompt_ids, self._prefix(request.messages, prompt_ids))
+        out = await p.generate(
+            prompt_ids, self._prefix(request.messages, prompt_ids), self._grammar(request)
+        )
         text = p.tokenizer.decode(out.output_ids, skip_special_tokens=True)
         plain, calls = parse_tool_calls(text)
         actions: list[RawAction] = list(calls)
@@ -76,6 +84,11 @@ class TransformersSession:
             prompt_tokens=len(prompt_ids),
             completion_tokens=len(out.output_ids),
         )
+
+    def _grammar(self, request: PolicyRequest) -> str | None:
+        if self.harness.tool_format != "grammar":
+            return None
+        return reply_grammar(self.tools, self.harness.call_required(request.call_index))
 
     def _prefix(self, messages: list[dict[str, Any]], prompt_ids: list[int]) -> int:
         """How many leading tokens are the system turn (the rules and tools every episode of a
@@ -117,6 +130,7 @@ class TransformersPolicy:
         self.temperature = temperature
         self.name = name or str(getattr(model.config, "name_or_path", "") or "local-model")
         self.stop_ids = stop_ids or (tokenizer.eos_token_id,)
+        self.end_id = tokenizer.get_vocab().get(END_OF_TURN, self.stop_ids[0])  # ends a reply
         self.max_batch = max_batch
         self._waiting: list[PendingCall] = []
         self._prefixes: dict[tuple[int, ...], Any] = {}  # prefix tokens -> their keys, values
@@ -151,11 +165,14 @@ class TransformersPolicy:
     def session(self, ctx: EpisodeContext) -> TransformersSession:
         return TransformersSession(self, ctx)
 
-    async def generate(self, prompt_ids: list[int], prefix: int = 0) -> Generated:
+    async def generate(
+        self, prompt_ids: list[int], prefix: int = 0, grammar: str | None = None
+    ) -> Generated:
         """One reply to ``prompt_ids``, generated in a batch with the calls waiting beside it;
         its first ``prefix`` tokens (a system prompt other calls share) are read once and
-        their keys and values kept."""
-        call = PendingCall(prompt_ids, prefix, asyncio.get_running_loop().create_future())
+        their keys and values kept. A ``grammar`` (Lark, llguidance's dialect) constrains it."""
+        loop = asyncio.get_running_loop()
+        call = PendingCall(prompt_ids, prefix, grammar, loop.create_future())
         self._waiting.append(call)
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._drain())
@@ -186,7 +203,9 @@ class TransformersPolicy:
         out: dict[int, Generated] = {}
         for prefix, members in groups.items():
             prompts = [calls[i].prompt_ids for i in members]
-            out.update(zip(members, self._generate(prompts, list(prefix)), strict=True))
+            grammars = [calls[i].grammar for i in members]
+            replies = self._generate(prompts, list(prefix), grammars)
+            out.update(zip(members, replies, strict=True))
         return [out[i] for i in range(len(calls))]
 
     def _prefix_cache(self, prefix: list[int], batch: int) -> Any:
@@ -213,10 +232,14 @@ class TransformersPolicy:
         return cache
 
     def _generate(
-        self, prompts: list[list[int]], prefix: list[int] | None = None
+        self,
+        prompts: list[list[int]],
+        prefix: list[int] | None = None,
+        grammars: list[str | None] | None = None,
     ) -> list[Generated]:
         """Replies to ``prompts``, which all start with ``prefix``: sequences are the prefix,
-        padding, then each prompt's own tokens (positions follow the attention mask)."""
+        padding, then each prompt's own tokens (positions follow the attention mask). Each
+        reply follows its grammar, where it has one."""
         import torch
 
         prefix = prefix or []
@@ -230,6 +253,12 @@ class TransformersPolicy:
         )
         cache = self._prefix_cache(prefix, len(prompts)) if prefix else None
         sample = self.temperature > 0
+        processors = []
+        if grammars and any(g is not None for g in grammars):
+            from envfactory.integrations.constrained import GrammarMask, grammar_tokenizer
+
+            tok = grammar_tokenizer(self.tokenizer, self.end_id)
+            processors.append(GrammarMask(tok, grammars, width, self.end_id))
         with torch.no_grad():
             out = self.model.generate(
                 ids.to(self.model.device),
@@ -244,6 +273,7 @@ class TransformersPolicy:
                 output_scores=True,
                 pad_token_id=pad,
                 eos_token_id=list(self.stop_ids),
+                logits_processor=processors or None,
             )
             scores = self.model.compute_transition_scores(
                 out.sequences, out.scores, normalize_logits=True

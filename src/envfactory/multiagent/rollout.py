@@ -175,7 +175,7 @@ class SeatPlay(Play):
         text = SYSTEM.format(
             seat=seat, name=self.world.name, seats=", ".join(self.world.agents), rules=rules
         )
-        if self.engine.harness.tool_format == "text":
+        if self.engine.harness.calls_in_text:
             text += "\n\n" + tools_block(tools)
         return text
 

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from envfactory.episode.types import Message
+from envfactory.errors import EnvFactoryError
 from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.policies.base import (
     ContextOverflow,
@@ -140,6 +141,11 @@ class OpenAISession:
     def __init__(self, policy: OpenAIPolicy, ctx: EpisodeContext) -> None:
         self.policy = policy
         self.ctx = ctx
+        if ctx.harness.tool_format == "grammar":
+            raise EnvFactoryError(
+                "tool_format 'grammar' constrains a local model's decoding; behind an API use "
+                "'native' (the server's own tool-call parser) or 'text'"
+            )
         self.native = ctx.harness.tool_format == "native"
         self.final = ctx.harness.text_reply == "final"
 
@@ -151,6 +157,8 @@ class OpenAISession:
         body: dict[str, Any] = {"model": p.model, "messages": request.messages, **p.sampling}
         if self.native and self.ctx.tools:
             body["tools"] = self.ctx.tools
+            if self.ctx.harness.call_required(request.call_index):
+                body["tool_choice"] = "required"
         if "seed" in p.sampling:  # the samples of a group differ, and each is reproducible
             body["seed"] = stable_hash(p.sampling["seed"], self.ctx.episode_id) % 2**31
         if p.logprobs:

@@ -22,7 +22,7 @@ def assistant_message(action: ToolCall | Message, call_id: str, tool_format: str
     """The chat message a model would have written to take ``action``."""
     if isinstance(action, Message):
         return {"role": "assistant", "content": action.content}
-    if tool_format == "text":
+    if tool_format != "native":
         return {"role": "assistant", "content": render_call(action.tool, action.arguments)}
     args = action.arguments
     return {

@@ -68,7 +68,7 @@ class RolloutEngine:
         self.summariser = summariser
         self.on_episode = on_episode
         self.keep_records = keep_records
-        self.model_info = policy.info
+        self.model_info = policy.info.model_copy(update={"tool_format": self.harness.tool_format})
         self.rng = random.Random(self.config.seed)
         self.stopping = False
         self.live = self.peak_live = 0
