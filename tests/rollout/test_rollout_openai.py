@@ -6,6 +6,7 @@ import pytest
 from chat_server import ChatServer, encode, logprob
 from openai_runs import run_openai
 
+from envfactory.errors import EnvFactoryError
 from envfactory.harness import HarnessConfig
 from envfactory.rollout import EngineConfig, TaskRef
 from envfactory.trajectory import to_messages, to_sequence, to_steps
@@ -146,8 +147,7 @@ def test_tool_choice_first_asks_the_server_for_a_call_on_the_first_turn_only(
 
 
 def test_the_grammar_format_is_refused_behind_an_api(server: ChatServer) -> None:
-    """Grammar decoding needs the model in this process: an API policy says so, and the
-    episode is a fault (never a scored 0)."""
-    _, records = run_openai(server, REFS[:1], harness=HarnessConfig(tool_format="grammar"))
-    assert records[0].status == "infra_error" and records[0].reward is None
-    assert "constrains a local model" in (records[0].error or "")
+    """Grammar decoding needs the model in this process: the engine says so before any
+    episode starts."""
+    with pytest.raises(EnvFactoryError, match="constrains a local model"):
+        run_openai(server, REFS[:1], harness=HarnessConfig(tool_format="grammar"))

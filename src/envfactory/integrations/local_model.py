@@ -112,6 +112,7 @@ class TransformersPolicy:
     tokenizer's end of text)."""
 
     local = True
+    decodes_grammar = True  # can run tool_format "grammar"
 
     def __init__(
         self,

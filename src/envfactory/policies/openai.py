@@ -21,7 +21,6 @@ from typing import Any
 import httpx
 
 from envfactory.episode.types import Message
-from envfactory.errors import EnvFactoryError
 from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.policies.base import (
     ContextOverflow,
@@ -141,11 +140,6 @@ class OpenAISession:
     def __init__(self, policy: OpenAIPolicy, ctx: EpisodeContext) -> None:
         self.policy = policy
         self.ctx = ctx
-        if ctx.harness.tool_format == "grammar":
-            raise EnvFactoryError(
-                "tool_format 'grammar' constrains a local model's decoding; behind an API use "
-                "'native' (the server's own tool-call parser) or 'text'"
-            )
         self.native = ctx.harness.tool_format == "native"
         self.final = ctx.harness.text_reply == "final"
 

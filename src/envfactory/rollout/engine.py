@@ -21,6 +21,7 @@ from typing import Any
 
 from envfactory.env import Environment
 from envfactory.episode.base import EpisodeConfig
+from envfactory.errors import EnvFactoryError
 from envfactory.gc_tuning import quiet_gc
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.context import Summariser
@@ -68,6 +69,11 @@ class RolloutEngine:
         self.summariser = summariser
         self.on_episode = on_episode
         self.keep_records = keep_records
+        if self.harness.tool_format == "grammar" and not getattr(policy, "decodes_grammar", False):
+            raise EnvFactoryError(
+                f"tool_format 'grammar' constrains a local model's decoding; {policy.info.name} "
+                "cannot: use 'native' (a server's own tool-call parser) or 'text'"
+            )
         self.model_info = policy.info.model_copy(update={"tool_format": self.harness.tool_format})
         self.rng = random.Random(self.config.seed)
         self.stopping = False
