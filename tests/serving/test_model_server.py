@@ -266,3 +266,27 @@ def test_token_guards_the_routes(server: RunningModel) -> None:
         assert httpx.get(f"{guarded.url}/health").status_code == 200
         ok = httpx.get(f"{guarded.base_url}/models", headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200 and ok.json()["data"][0]["id"] == server.pool.name
+
+
+def test_the_llm_user_is_played_by_the_real_model(server: RunningModel) -> None:
+    """The LLM user simulator over serve-model: the embedded model plays the user, sees only
+    the request and profile, and what it says is recorded as the user's turn; whatever it
+    says, an episode whose gold plan ran scores 1 (the user is no judge)."""
+    from envfactory.episode.base import EpisodeConfig
+    from envfactory.episode.types import Message, ToolCall
+    from envfactory.policies.scripted import answer_text
+    from envfactory.registry import make
+    from envfactory.users.base import UserConfig
+
+    env = make("retail")
+    task = env.task("train", 1, 0)
+    config = EpisodeConfig(user=UserConfig(kind="llm", base_url=server.base_url, model="any"))
+    ep = env.episode(config)
+    ep.reset(task)
+    said = ep.step(Message(content="Could you tell me your name, please?", final=False))
+    assert said.kind == "user" and said.content.strip()
+    for step in task.hidden.gold_plan:
+        assert ep.step(ToolCall(tool=step.tool, arguments=step.arguments)).kind == "tool_result"
+    ep.step(Message(content=answer_text(task.hidden.answers), final=True))
+    assert ep.evaluate().reward == 1.0
+    ep.close()

@@ -49,6 +49,7 @@ class CalibrationCell(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     faults: int = Field(0, description="episodes not scored (infrastructure); not in success")
+    tool_format: str = Field("text", description="how tool calls travelled (the harness's)")
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -87,7 +88,7 @@ class _Tally:
             elif kind == "message" and "<tool_call>" in str(step.action.get("content")):
                 self.attempted += 1  # a call the model meant to make, which did not parse
 
-    def cell(self, env: str, difficulty: int) -> CalibrationCell:
+    def cell(self, env: str, difficulty: int, tool_format: str) -> CalibrationCell:
         n = len(self.rewards)
         wins = sum(r >= 1.0 for r in self.rewards)
         rate = (lambda k: round(k / self.attempted, 4)) if self.attempted else (lambda k: None)
@@ -105,7 +106,43 @@ class _Tally:
             prompt_tokens=self.prompt,
             completion_tokens=self.completion,
             faults=self.faults,
+            tool_format=tool_format,
         )
+
+
+#: The harness a small local model is measured under: calls decoded under the tools' grammar,
+#: the first reply a call.
+GRAMMAR_HARNESS = HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=4)
+
+
+class ModelBand(BaseModel):
+    """Where a real model stands in one world: success by difficulty, and its band, the
+    levels it solves sometimes but not always (where RL on it has signal)."""
+
+    model: str
+    tool_format: str
+    tasks: int = Field(description="tasks per difficulty")
+    success: dict[int, float]
+    band: list[int] = Field(description="difficulties with 0 < success < 1")
+
+
+def model_bands(
+    cells: Sequence[CalibrationCell], model: str, tool_format: str
+) -> dict[str, ModelBand]:
+    """Each world's :class:`ModelBand` from its calibration cells."""
+    by_env: dict[str, list[CalibrationCell]] = defaultdict(list)
+    for c in cells:
+        by_env[c.env].append(c)
+    return {
+        env: ModelBand(
+            model=model,
+            tool_format=tool_format,
+            tasks=min(c.tasks for c in got),
+            success={c.difficulty: c.success for c in got},
+            band=[c.difficulty for c in got if 0 < c.success < 1],
+        )
+        for env, got in by_env.items()
+    }
 
 
 def single_agent_worlds() -> list[str]:
@@ -119,10 +156,12 @@ def calibrate(
     difficulties: Sequence[int] | None = None,
     split: Split = "validation",
     max_turns: int = 4,
+    harness: HarnessConfig | None = None,
     on_episode: Callable[[EpisodeRecord], None] | None = None,
 ) -> list[CalibrationCell]:
     """``tasks`` episodes of ``policy`` per (world, difficulty) of ``split`` (every level of
-    each world by default), one task each."""
+    each world by default), one task each, under ``harness`` (default: tools in the prompt,
+    ``max_turns`` calls)."""
     worlds = {env: make(env) for env in envs}
     refs = [
         TaskRef(env, split, d, i)
@@ -138,16 +177,17 @@ def calibrate(
         if on_episode is not None:
             on_episode(rec)
 
+    harness = harness or HarnessConfig(tool_format="text", max_turns=max_turns)
     engine = RolloutEngine(
         policy,
-        harness=HarnessConfig(tool_format="text", max_turns=max_turns),
+        harness=harness,
         config=EngineConfig(concurrency=16),
         on_episode=done,
         keep_records=False,
     )
     engine.run_sync(refs)
     cells = sorted({(r.env_id, r.difficulty) for r in refs})
-    return [tallies[key].cell(*key) for key in cells]
+    return [tallies[key].cell(*key, harness.tool_format) for key in cells]
 
 
 def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:

@@ -10,6 +10,7 @@ import typer
 from rich.progress import Progress
 from rich.table import Table
 
+from envfactory.bench.calibration import GRAMMAR_HARNESS, ModelBand, calibrate, model_bands
 from envfactory.cli.common import console, err_console, fail, print_json
 from envfactory.quality.audit import AuditReport, audit
 from envfactory.quality.report import write_report
@@ -28,6 +29,13 @@ def audit_cmd(
     jobs: int = typer.Option(min(2, os.cpu_count() or 1), help="Environments audited at once."),
     report: Path = typer.Option(Path("reports/audit.html"), help="Where to write the HTML report."),
     json: bool = typer.Option(False, "--json", help="Print a JSON list, one object per env."),
+    model_tasks: int = typer.Option(
+        0,
+        "--model-tasks",
+        min=0,
+        help="Also run the embedded model (grammar harness) on this many validation tasks per "
+        "difficulty and report its band as real_model (minutes per world).",
+    ),
 ) -> None:
     """Score environments: solvable, honest baselines, no exploit pays, graded, deterministic,
     diverse."""
@@ -58,8 +66,9 @@ def audit_cmd(
                     bar.advance(job)
     reports = [results[e] for e in ids]
     path = write_report(reports, report)
+    bands = _model_bands(ids, model_tasks) if model_tasks else {}
     if json:
-        print_json([_summary(r) for r in reports])
+        print_json([_summary(r, bands.get(r.env)) for r in reports])
     else:
         table = Table(title="envfactory audit")
         for col in (
@@ -104,6 +113,25 @@ def _worst(r: AuditReport) -> str:
     return f"{name} {stats.mean:.3f}"
 
 
-def _summary(r: AuditReport) -> dict[str, object]:
-    """The JSON view: every score, without the plot data."""
-    return r.model_dump(mode="json", exclude={"curves", "plan_lengths", "tool_uses", "plan_steps"})
+def _summary(r: AuditReport, band: ModelBand | None = None) -> dict[str, object]:
+    """The JSON view: every score, without the plot data; the real model's band if measured."""
+    out = r.model_dump(mode="json", exclude={"curves", "plan_lengths", "tool_uses", "plan_steps"})
+    if band is not None:
+        out["real_model"] = band.model_dump(mode="json")
+    return out
+
+
+def _model_bands(ids: list[str], tasks: int) -> dict[str, ModelBand]:
+    """The embedded model's band in each world (its calibration under the grammar harness)."""
+    from envfactory.cli.rollout import local_policy
+
+    policy = local_policy("default", {"temperature": 0.7, "max_tokens": 64})
+    with Progress(console=err_console, transient=True) as bar:
+        job = bar.add_task(f"{policy.info.name} episodes", total=None)
+        cells = calibrate(
+            policy, ids, tasks, harness=GRAMMAR_HARNESS, on_episode=lambda _: bar.advance(job)
+        )
+    bands = model_bands(cells, policy.info.name, "grammar")
+    for env_id, band in bands.items():
+        err_console.print(f"{env_id}: real-model success {band.success}, band {band.band}")
+    return bands

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from envfactory.bench.world import bench_world
 from envfactory.cli.common import console, err_console, fail, load_env, print_json
+from envfactory.harness.config import HarnessConfig
 
 
 def _bench_sandbox() -> BaseModel:
@@ -49,10 +50,23 @@ def bench(
     max_turns: int = typer.Option(4, "--max-turns", min=1, help="--calibration: model calls."),
     max_tokens: int = typer.Option(128, "--max-tokens", min=1, help="--calibration: per call."),
     plot: str | None = typer.Option(None, "--plot", help="--calibration: write a heat map PNG."),
+    tool_format: str = typer.Option(
+        "grammar",
+        "--tool-format",
+        help="--calibration: text (free Hermes text) or grammar (calls decoded under the "
+        "tools' grammar, the first reply a call).",
+    ),
 ) -> None:
     """Measure reset, step, evaluate, synthesis and memory per live episode (medians)."""
     if calibration:
-        _calibration(tasks, envs, difficulties, model, max_turns, max_tokens, plot, json)
+        if tool_format not in ("text", "grammar"):
+            raise fail("--tool-format is text or grammar")
+        harness = HarnessConfig(
+            tool_format=tool_format,
+            tool_choice="first" if tool_format == "grammar" else "auto",
+            max_turns=max_turns,
+        )
+        _calibration(tasks, envs, difficulties, model, harness, max_tokens, plot, json)
         return
     result: BaseModel
     if sandbox:
@@ -92,7 +106,7 @@ def _calibration(
     envs: str,
     difficulties: str,
     model: str,
-    max_turns: int,
+    harness: HarnessConfig,
     max_tokens: int,
     plot: str | None,
     json: bool,
@@ -112,7 +126,7 @@ def _calibration(
             worlds,
             tasks,
             levels,
-            max_turns=max_turns,
+            harness=harness,
             on_episode=lambda _: bar.advance(job),
         )
     if plot:
@@ -120,7 +134,10 @@ def _calibration(
     if json:
         print_json([c.model_dump(mode="json") for c in cells])
         return
-    table = Table(title=f"calibration of {policy.info.name} ({tasks} validation tasks per cell)")
+    table = Table(
+        title=f"calibration of {policy.info.name} ({tasks} validation tasks per cell, "
+        f"tool format {harness.tool_format})"
+    )
     for col in ("env", "difficulty", "success", "95% CI", "reward", "valid calls", "turns"):
         table.add_column(col, justify="left" if col == "env" else "right")
     for c in cells:

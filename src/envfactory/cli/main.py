@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import typer
 
-from envfactory.cli import audit, bench, check, demo, envs, openapi, play, rollout, serve, tasks
+from envfactory.cli import (
+    audit,
+    bench,
+    check,
+    demo,
+    envs,
+    openapi,
+    play,
+    rollout,
+    serve,
+    tasks,
+    train,
+)
 from envfactory.cli import curriculum as curriculum_cli
 from envfactory.cli import proxy as proxy_cli
 from envfactory.cli import serve_model as serve_model_cli
@@ -30,6 +42,7 @@ app.command("serve")(serve.serve)
 app.command("bench-serve")(serve.bench_serve)
 app.command("serve-model")(serve_model_cli.serve_model)
 app.command("proxy")(proxy_cli.proxy)
+app.command("train")(train.train)
 app.add_typer(openapi.app, name="openapi")
 app.add_typer(curriculum_cli.app, name="curriculum")
 

@@ -1,8 +1,9 @@
 """The end of ``envfactory demo``: a real language model acting in a few worlds.
 
-The embedded model (or ``--model PATH``) runs a few difficulty-1 train tasks of two database
-worlds through the same rollout engine as the scripted policies, with tools in the prompt
-(text format). A small model on two CPU cores: minutes, and honest numbers, usually zero.
+The embedded model (or ``--model PATH``) runs a few starter (difficulty 0) train tasks of two
+database worlds through the same rollout engine as the scripted policies: one tool shown, ids
+given, and tool calls decoded under the grammar of that tool, the first reply a call. A small
+model on two CPU cores: a minute or two, and honest numbers.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
 from envfactory.trajectory.record import EpisodeRecord
 
-WORLDS = ("retail", "helpdesk")  # the shortest prompts of the database worlds
-MAX_TURNS = 3
-MAX_TOKENS = 128
+WORLDS = ("hotel", "retail")
+DIFFICULTY = 0
+MAX_TURNS = 2  # the call, then the report
+MAX_TOKENS = 64
+HARNESS = HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=MAX_TURNS)
 
 
 @dataclass
@@ -55,7 +58,7 @@ def run_model(model: str, tasks: int, worlds: list[str]) -> tuple[str, list[Mode
     except typer.Exit:  # why was printed
         err_console.print("[yellow]so the real-model run is skipped[/yellow]")
         return None
-    refs = [TaskRef(w, "train", 1, i) for w in worlds for i in range(tasks)]
+    refs = [TaskRef(w, "train", DIFFICULTY, i) for w in worlds for i in range(tasks)]
     rows = {w: ModelRow(w) for w in worlds}
     with Progress(console=err_console, transient=True) as bar:
         job = bar.add_task(f"{policy.info.name} episodes", total=len(refs))
@@ -66,7 +69,7 @@ def run_model(model: str, tasks: int, worlds: list[str]) -> tuple[str, list[Mode
 
         engine = RolloutEngine(
             policy,
-            harness=HarnessConfig(tool_format="text", max_turns=MAX_TURNS),
+            harness=HARNESS,
             config=EngineConfig(concurrency=len(refs)),
             on_episode=done,
             keep_records=False,
@@ -77,8 +80,8 @@ def run_model(model: str, tasks: int, worlds: list[str]) -> tuple[str, list[Mode
 
 def show(name: str, rows: list[ModelRow]) -> None:
     table = Table(
-        title=f"a real model: {name}, difficulty 1, {MAX_TURNS} turns of at most "
-        f"{MAX_TOKENS} tokens (tools in the prompt)"
+        title=f"a real model: {name}, difficulty {DIFFICULTY}, {MAX_TURNS} turns of at most "
+        f"{MAX_TOKENS} tokens (tool calls under the tools' grammar)"
     )
     for col in ("env", "episodes", "reward", "tool calls valid", "first reply begins"):
         table.add_column(col, justify="left" if col in ("env", "first reply begins") else "right")

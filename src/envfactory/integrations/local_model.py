@@ -265,6 +265,7 @@ class TransformersPolicy:
                 ids.to(self.model.device),
                 attention_mask=mask.to(self.model.device),
                 past_key_values=cache,
+                use_cache=True,  # a trainer may have turned it off in the model's config
                 max_new_tokens=self.max_new_tokens,
                 do_sample=sample,
                 temperature=self.temperature if sample else None,

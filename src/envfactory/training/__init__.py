@@ -1,0 +1,1 @@
+"""Training runs on envfactory worlds (the embedded model, on this machine's CPU)."""

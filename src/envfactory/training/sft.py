@@ -1,0 +1,81 @@
+"""A supervised warm start: the gold plans of **train** tasks, played by the scripted oracle
+through the same harness a model sees, as demonstrations. Loss on the assistant's tokens only."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from envfactory.harness.config import HarnessConfig
+from envfactory.policies.wrap import ScriptedPolicy
+from envfactory.rollout.engine import RolloutEngine
+from envfactory.rollout.types import EngineConfig, TaskRef
+from envfactory.trajectory.record import ChatMessage
+
+IGNORE = -100  # label of a token no loss is taken on
+
+
+def demonstrations(refs: list[TaskRef], harness: HarnessConfig) -> list[list[ChatMessage]]:
+    """The oracle's transcripts of ``refs`` (those it solved), as the model would see them."""
+    engine = RolloutEngine(ScriptedPolicy("oracle"), harness=harness, config=EngineConfig())
+    engine.run_sync(refs)
+    return [r.messages for r in engine.records if r.reward == 1.0]
+
+
+def labelled(tokenizer: Any, messages: list[ChatMessage]) -> tuple[list[int], list[int]]:
+    """A transcript's token ids, and labels that are the ids on the assistant's turns (its
+    end-of-turn token included) and ``IGNORE`` elsewhere."""
+    ids: list[int] = []
+    labels: list[int] = []
+    for i, message in enumerate(messages):
+        upto = tokenizer.apply_chat_template(
+            messages[: i + 1], tokenize=True, return_dict=False, add_generation_prompt=False
+        )
+        new = list(upto[len(ids) :])
+        if message["role"] == "assistant":
+            prompt = tokenizer.apply_chat_template(
+                messages[:i], tokenize=True, return_dict=False, add_generation_prompt=True
+            )
+            head = len(prompt) - len(ids)  # the "<|im_start|>assistant\n" opening
+            labels += [IGNORE] * head + new[head:]
+        else:
+            labels += [IGNORE] * len(new)
+        ids += new
+    return ids, labels
+
+
+def warm_start(
+    model: Any,
+    tokenizer: Any,
+    transcripts: list[list[ChatMessage]],
+    *,
+    epochs: int = 1,
+    learning_rate: float = 5e-5,
+    batch_size: int = 4,
+    seed: int = 0,
+) -> list[float]:
+    """Fine-tune ``model`` in place on the transcripts; returns the loss of each step."""
+    import torch
+
+    examples = [labelled(tokenizer, t) for t in transcripts]
+    rng = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    pad = tokenizer.pad_token_id or 0
+    losses: list[float] = []
+    model.train()
+    for _ in range(epochs):
+        rng.shuffle(examples)
+        for start in range(0, len(examples), batch_size):
+            batch = examples[start : start + batch_size]
+            width = max(len(ids) for ids, _ in batch)
+            ids = torch.tensor([i + [pad] * (width - len(i)) for i, _ in batch])
+            labels = torch.tensor([lab + [IGNORE] * (width - len(lab)) for _, lab in batch])
+            mask = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i, _ in batch])
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+            losses.append(float(loss))
+    model.eval()
+    return losses

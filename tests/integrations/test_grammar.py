@@ -1,0 +1,114 @@
+"""Grammar-constrained tool calls (``tool_format="grammar"``) with the embedded model: every
+call it makes parses and names a tool the task shows, with arguments of the right types; the
+format is recorded on the trajectory; and ``envfactory train`` writes its contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import llguidance
+import pytest
+from test_cli import cli
+
+from envfactory.bench.calibration import REFUSED, single_agent_worlds
+from envfactory.harness.config import HarnessConfig
+from envfactory.harness.grammar import reply_grammar
+from envfactory.integrations.constrained import grammar_tokenizer
+from envfactory.integrations.local_model import TransformersPolicy
+from envfactory.registry import make
+from envfactory.rollout.engine import RolloutEngine
+from envfactory.rollout.types import EngineConfig, TaskRef
+
+pytestmark = pytest.mark.integrations
+
+
+@pytest.fixture(scope="module")
+def policy() -> TransformersPolicy:
+    return TransformersPolicy.from_path(None, temperature=0.7, max_new_tokens=64)
+
+
+def test_the_reply_grammar_of_every_world_compiles(policy: TransformersPolicy) -> None:
+    tok = grammar_tokenizer(policy.tokenizer, policy.end_id)
+    for env_id in single_agent_worlds():
+        tools = make(env_id).tools()
+        for required in (False, True):
+            problem = llguidance.LLMatcher.validate_grammar(reply_grammar(tools, required), tok)
+            assert problem == "", (env_id, problem)
+
+
+def test_the_grammar_admits_calls_of_shown_tools_only(policy: TransformersPolicy) -> None:
+    tools = make("hotel").tools()[:2]
+    tok = grammar_tokenizer(policy.tokenizer, policy.end_id)
+    name = tools[0]["function"]["name"]
+    grammar = reply_grammar(tools, call_required=True)
+
+    def accepts(text: str) -> bool:
+        matcher = llguidance.LLMatcher(tok, grammar, log_level=0)
+        ids = [*policy.tokenizer.encode(text, add_special_tokens=False), policy.end_id]
+        return matcher.consume_tokens(ids) and matcher.is_stopped()
+
+    args = {p: "x" for p in tools[0]["function"]["parameters"]["properties"] if p.endswith("_id")}
+    good = f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(args)}}}\n</tool_call>'
+    assert accepts(good)
+    assert not accepts(good.replace(name, "drop_all_tables"))
+    assert not accepts("Sure, done!")  # the first reply must call when it is required
+    assert not accepts(good + " and more")  # one call, then the reply ends
+
+
+def test_grammar_episodes_call_shown_tools_with_valid_arguments(
+    policy: TransformersPolicy,
+) -> None:
+    records = []
+    engine = RolloutEngine(
+        policy,
+        harness=HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=2),
+        config=EngineConfig(concurrency=8),
+        on_episode=records.append,
+        keep_records=False,
+    )
+    engine.run_sync([TaskRef(env, "validation", 0, i) for env in ("hotel", "hr") for i in range(3)])
+    assert len(records) == 6
+    for rec in records:
+        assert rec.scored and rec.model.tool_format == "grammar"
+        first = rec.calls[0]
+        assert first.output_ids and len(first.output_logprobs or []) == len(first.output_ids)
+        assert all(lp <= 0 for lp in first.output_logprobs or [])
+        action = rec.steps[0].action
+        assert action["type"] == "tool_call"
+        task = make(rec.env_id).task("validation", 0, int(rec.task_id.rsplit("/", 1)[1]))
+        assert action["tool"] in task.public.tools
+        if first.finish_reason == "stop":  # a call cut by the token limit may be unfinished
+            assert rec.steps[0].error not in REFUSED
+
+
+def test_train_writes_the_contract(tmp_path: Path) -> None:
+    """A one-step run (two episodes) on two test tasks: the JSON and the curve are written."""
+    result = cli(
+        "train", "--world", "hotel", "--steps", "1", "--prompts-per-step", "1",
+        "--group-size", "2", "--eval-tasks", "2", "--out", str(tmp_path), "--json",
+    )  # fmt: skip
+    data = json.loads(result.stdout)
+    saved = json.loads((tmp_path / "train-grpo-cpu.json").read_text())
+    assert data == saved and (tmp_path / "train-grpo-cpu.png").stat().st_size > 0
+    assert {"world", "model", "minutes", "before", "after"} <= set(saved)
+    assert saved["world"] == "hotel" and saved["model"] == "SmolLM2-135M-Instruct"
+    for key in ("before", "after"):
+        held = saved[key]
+        assert held["split"] == "test" and held["tasks"] == 2
+        low, high = held["ci95"]
+        assert 0 <= low <= held["success"] <= high <= 1
+    assert len(saved["curve"]) == 1
+
+
+def test_the_audit_reports_the_real_models_band(tmp_path: Path) -> None:
+    result = cli(
+        "audit", "library", "-n", "20", "--model-tasks", "1", "--json",
+        "--report", str(tmp_path / "audit.html"), ok=False,
+    )  # fmt: skip
+    (row,) = json.loads(result.stdout)
+    band = row["real_model"]
+    assert band["model"] == "SmolLM2-135M-Instruct" and band["tool_format"] == "grammar"
+    assert band["tasks"] == 1 and set(band["success"]) == {"0", "1", "2", "3", "4", "5"}
+    assert all(0 <= s <= 1 for s in band["success"].values())
+    assert band["band"] == [int(d) for d, s in band["success"].items() if 0 < s < 1]
