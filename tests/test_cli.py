@@ -37,7 +37,7 @@ def test_envs_json() -> None:
     db = [i for i in items if i["kind"] == "db"]
     assert len(db) >= 3
     for item in db:
-        assert item["tools"] >= 10 and item["difficulties"] == [1, 2, 3, 4, 5]
+        assert item["tools"] >= 10 and item["difficulties"] == [0, 1, 2, 3, 4, 5]
 
 
 def test_tasks_json_prints_public_views() -> None:

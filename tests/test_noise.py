@@ -35,7 +35,8 @@ def test_oracle_that_retries_still_scores_one(db_env: Environment) -> None:
 
 
 def test_a_policy_that_never_retries_loses_reward(db_env: Environment) -> None:
-    tasks = [db_env.task("train", d, i) for d in db_env.difficulties for i in range(10)]
+    ladder = [d for d in db_env.difficulties if d > 0]  # the starter's single call rarely faults
+    tasks = [db_env.task("train", d, i) for d in ladder for i in range(10)]
     total = 0.0
     for task in tasks:
         ep = db_env.episode(NOISY)

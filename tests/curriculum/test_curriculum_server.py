@@ -46,7 +46,7 @@ def test_next_task_then_report(server: Running) -> None:
     with httpx.Client(base_url=server.url, timeout=30) as client:
         state = client.get(BASE).json()
         assert {s["env_id"] for s in state} == {"retail", "banking"}
-        assert all(s["frontier"] == 1 for s in state)
+        assert all(s["frontier"] == 0 for s in state)  # the starter level
         seen = set()
         moved = []
         for _ in range(40):
@@ -61,9 +61,9 @@ def test_next_task_then_report(server: Running) -> None:
             assert not again["counted"]  # reporting twice counts once
             if rep["moved"]:
                 moved.append(rep["frontier"])
-        assert moved and moved[0] == 2  # the oracle is promoted
+        assert moved and moved[0] == 1  # the oracle is promoted
         retail = next(s for s in client.get(BASE).json() if s["env_id"] == "retail")
-        assert retail["frontier"] > 1 and retail["episodes"] == 40
+        assert retail["frontier"] > 0 and retail["episodes"] == 40
         history = client.get(f"{BASE}/history", params={"env_id": "retail"}).json()
         assert [h["event"] for h in history][:2] == ["start", "raise"]
 
@@ -74,7 +74,7 @@ def test_failures_count_and_sessions_must_finish(server: Running) -> None:
         assert nxt.status_code == 200 and nxt.json()["split"] == "validation"
         sid = _play(client, nxt.json()["task_id"], solve=False)
         rep = client.post(f"{BASE}/report/{sid}").json()
-        assert rep["counted"] and rep["reward"] == 0.0 and rep["frontier"] == 1
+        assert rep["counted"] and rep["reward"] == 0.0 and rep["frontier"] == 0
         opened = client.post("/envfactory/sessions", json={"task_id": nxt.json()["task_id"]})
         running_sid = opened.json()["session_id"]
         assert client.post(f"{BASE}/report/{running_sid}").status_code == 409

@@ -44,7 +44,7 @@ def test_discovery_through_the_sdk(ors_env: ORSEnvironment, world: DatabaseEnvir
     n = ors_env.num_tasks("validation")
     assert n == sum(world.capacity("validation", d) or 0 for d in world.difficulties)
     task = ors_env.get_task("validation", 0)
-    assert task.task_spec["task_id"] == "retail/validation/1/0"
+    assert task.task_spec["task_id"] == "retail/validation/0/0"  # the starter level first
     last = ors_env.get_task_range("validation", -2, None)
     top = world.difficulties[-1]
     cap = world.capacity("validation", top) or 0
@@ -63,8 +63,8 @@ def test_discovery_through_the_sdk(ors_env: ORSEnvironment, world: DatabaseEnvir
 def test_the_oracle_earns_reward_one_through_the_sdk(
     ors_env: ORSEnvironment, world: DatabaseEnvironment
 ) -> None:
-    index = 7  # a difficulty-1 task of the validation split
-    task = world.task("validation", 1, index)
+    index = 7  # a difficulty-0 task of the validation split
+    task = world.task("validation", 0, index)
     assert not task.hidden.asks
     with ors_env.session(split="validation", index=index) as session:
         prompt = session.get_prompt()
@@ -104,7 +104,7 @@ def test_wire_shapes_of_a_call(server: Running, world: DatabaseEnvironment) -> N
     assert [e for e, _ in events] == ["task_id", "end"]
     result = json.loads(events[-1][1])
     assert result["ok"] is False and result["reason"] == "not_found"
-    step = world.task("train", 1, 0).hidden.gold_plan[0]
+    step = world.task("train", 0, 0).hidden.gold_plan[0]
     body = {"name": step.tool, "input": step.arguments, "task_id": "call-1"}
     r = http.post("/call", json=body, headers={"X-Session-ID": sid})  # bare path: first env
     ok = json.loads(parse_sse(r.text)[-1][1])
@@ -116,7 +116,7 @@ def test_wire_shapes_of_a_call(server: Running, world: DatabaseEnvironment) -> N
     msgs = http.get("/retail/messages", headers={"X-Session-ID": sid}).json()
     assert [m["role"] for m in msgs] == ["system", "user"]
     for text in (r.text, msgs and json.dumps(msgs)):
-        assert_no_hidden(text, world.task("train", 1, 0))
+        assert_no_hidden(text, world.task("train", 0, 0))
     assert http.post("/delete", headers={"X-Session-ID": sid}).json() == {"sid": sid}
     assert http.post("/ping", headers={"X-Session-ID": sid}).status_code == 404
     assert http.post("/delete_session", headers={"X-Session-ID": sid}).status_code == 200

@@ -23,7 +23,7 @@ def test_the_same_world_with_an_unbounded_supply(
     assert procedural.kind == "db" and procedural.world.imported
     assert procedural.world.base.hash == tau2.world.base.hash
     assert list(procedural.world.tools) == list(tau2.world.tools)
-    assert procedural.difficulties == [1, 2, 3, 4, 5]
+    assert procedural.difficulties == [0, 1, 2, 3, 4, 5]
     total = sum(
         procedural.capacity(s, d) or 0 for s in ("train", "test") for d in procedural.difficulties
     )

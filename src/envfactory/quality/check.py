@@ -63,7 +63,7 @@ def sample_cells(env: Environment, n: int) -> list[tuple[Split, int, int]]:
 
 def _cells(env: Environment, split: Split, k: int) -> list[tuple[Split, int, int]]:
     """``k`` cells of one split, round-robin over difficulties, skipping full ones."""
-    sizes = {d: env.capacity(split, d) if env.finite else None for d in env.difficulties}
+    sizes = {d: env.capacity(split, d) for d in env.difficulties}
     out: list[tuple[Split, int, int]] = []
     index = 0
     while len(out) < k:
