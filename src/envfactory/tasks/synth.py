@@ -237,6 +237,9 @@ class TaskFactory:
         self._asked: dict[str, frozenset[Any]] = {}  # goal -> the answers train tasks give
         self.public_rules = [r.text for r in self.spec.rules]
         self.tool_names = list(world.tools)
+        starter = self.spec.starter
+        first = 0 if starter and any(starter.admits(g.spec) for g in self.goals) else 1
+        self._levels = tuple(range(first, len(self.spec.ladder) + 1))
         self._vocabulary: Vocabulary | None = None
 
     @property
@@ -264,12 +267,10 @@ class TaskFactory:
     @property
     def difficulties(self) -> list[int]:
         """The ladder's rungs 1..n, and 0 (the starter) when some goal fits it."""
-        starter = self.spec.starter
-        first = 0 if starter and any(starter.admits(g.spec) for g in self.goals) else 1
-        return list(range(first, len(self.spec.ladder) + 1))
+        return list(self._levels)
 
     def level(self, difficulty: int) -> LevelSpec:
-        if difficulty not in self.difficulties:
+        if difficulty not in self._levels:
             raise SynthesisError(f"difficulty must be one of {self.difficulties}, got {difficulty}")
         if difficulty == 0:
             assert self.spec.starter is not None

@@ -10,6 +10,7 @@ intervals; the reward curve is the trainer's own log.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
@@ -35,7 +36,7 @@ class TrainSettings(BaseModel):
 
     world: str = "hotel"
     difficulty: int = 0
-    steps: int = 20
+    steps: int = 8
     prompts_per_step: int = 6
     group_size: int = 4
     learning_rate: float = 1e-4
@@ -164,7 +165,7 @@ def run(s: TrainSettings, out: Path, model_path: str | None = None) -> dict[str,
     torch.manual_seed(s.seed)
     local = load(model_path)
     torch.set_num_threads(os.cpu_count() or 1)  # the run has the machine to itself
-    model, tokenizer = local.model, local.tokenizer
+    model, tokenizer = copy.deepcopy(local.model), local.tokenizer  # the loaded one stays as is
     started = time.perf_counter()
     base = before = evaluate(model, tokenizer, local.stop_ids, s, "as shipped")
     warm: dict[str, Any] = {}
