@@ -74,6 +74,7 @@ def evaluate(
     model: Any, tokenizer: Any, stop_ids: tuple[int, ...], s: TrainSettings, label: str
 ) -> Held:
     """Greedy success on the world's first ``eval_tasks`` test tasks at the difficulty."""
+    from rich.console import Console
     from rich.progress import Progress
 
     from envfactory.integrations.local_model import TransformersPolicy
@@ -82,7 +83,7 @@ def evaluate(
         model, tokenizer, temperature=0.0, max_new_tokens=s.max_new_tokens, stop_ids=stop_ids
     )
     model.eval()
-    with Progress(transient=True) as bar:
+    with Progress(console=Console(stderr=True), transient=True) as bar:
         job = bar.add_task(f"test tasks, {label}", total=s.eval_tasks)
         cells = calibrate(
             policy,
