@@ -38,9 +38,9 @@ def test_the_reply_grammar_of_every_world_compiles(policy: TransformersPolicy) -
 
 
 def test_the_grammar_admits_calls_of_shown_tools_only(policy: TransformersPolicy) -> None:
-    tools = make("hotel").tools()[:2]
+    shown = ("get_reservation", "get_guest")
+    tools = [t for t in make("hotel").tools() if t["function"]["name"] in shown]
     tok = grammar_tokenizer(policy.tokenizer, policy.end_id)
-    name = tools[0]["function"]["name"]
     grammar = reply_grammar(tools, call_required=True)
 
     def accepts(text: str) -> bool:
@@ -48,10 +48,14 @@ def test_the_grammar_admits_calls_of_shown_tools_only(policy: TransformersPolicy
         ids = [*policy.tokenizer.encode(text, add_special_tokens=False), policy.end_id]
         return matcher.consume_tokens(ids) and matcher.is_stopped()
 
-    args = {p: "x" for p in tools[0]["function"]["parameters"]["properties"] if p.endswith("_id")}
-    good = f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(args)}}}\n</tool_call>'
+    good = (
+        '<tool_call>\n{"name": "get_reservation", "arguments": {"reservation_id": "RES-1"}}\n'
+        "</tool_call>"
+    )
     assert accepts(good)
-    assert not accepts(good.replace(name, "drop_all_tables"))
+    assert not accepts(good.replace("get_reservation", "cancel_reservation"))  # not shown
+    assert not accepts(good.replace("reservation_id", "guest_id"))  # not its parameter
+    assert not accepts(good.replace('"RES-1"', "17"))  # not its type
     assert not accepts("Sure, done!")  # the first reply must call when it is required
     assert not accepts(good + " and more")  # one call, then the reply ends
 
