@@ -68,6 +68,7 @@ class ScriptedPolicy:
     fresh instance per episode."""
 
     local = True
+    decodes_grammar = True  # its calls are well-formed by construction
 
     def __init__(self, name: str, **kwargs: Any) -> None:
         scripted(name, **kwargs)  # fail now on an unknown name
