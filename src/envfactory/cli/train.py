@@ -14,7 +14,7 @@ from envfactory.errors import EnvFactoryError
 def train(
     world: str = typer.Option("hotel", "--world", help="The world to train and test on."),
     difficulty: int = typer.Option(0, "--difficulty", min=0, help="Its level (0: the starter)."),
-    steps: int = typer.Option(20, "--steps", min=1, help="GRPO steps."),
+    steps: int = typer.Option(8, "--steps", min=1, help="GRPO steps."),
     prompts_per_step: int = typer.Option(6, "--prompts-per-step", min=1, help="Tasks a step."),
     group_size: int = typer.Option(4, "--group-size", min=2, help="Episodes per task."),
     learning_rate: float = typer.Option(1e-4, "--lr", help="AdamW learning rate."),
