@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json as json_lib
+import sys
 from pathlib import Path
 
 import typer
@@ -46,7 +48,8 @@ def train(
         sft_tasks=sft_tasks,
     )
     try:
-        result = run(settings, out, model)
+        with contextlib.redirect_stdout(sys.stderr):  # the trainer prints its logs
+            result = run(settings, out, model)
     except ImportError as exc:
         raise fail(f"train needs the integrations extra (make setup): {exc}") from None
     except EnvFactoryError as exc:
