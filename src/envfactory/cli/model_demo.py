@@ -3,7 +3,7 @@
 The embedded model (or ``--model PATH``) runs a few starter (difficulty 0) train tasks of two
 database worlds through the same rollout engine as the scripted policies: one tool shown, ids
 given, and tool calls decoded under the grammar of that tool, the first reply a call. A small
-model on two CPU cores: a minute or two, and honest numbers.
+model on two CPU cores, and honest numbers.
 """
 
 from __future__ import annotations
