@@ -82,7 +82,9 @@ def test_grammar_episodes_call_shown_tools_with_valid_arguments(
         assert action["type"] == "tool_call"
         task = make(rec.env_id).task("validation", 0, int(rec.task_id.rsplit("/", 1)[1]))
         assert action["tool"] in task.public.tools
-        if first.finish_reason == "stop":  # a call cut by the token limit may be unfinished
+        # a finished call whose JSON was read has a known tool and well-typed arguments (a
+        # string value may hold "</tool_call>", which ends the block early when it is read)
+        if first.finish_reason == "stop" and isinstance(action["arguments"], dict):
             assert rec.steps[0].error not in REFUSED
 
 
