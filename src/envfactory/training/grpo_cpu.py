@@ -60,14 +60,7 @@ class Held(BaseModel):
 
 
 def held(cell: CalibrationCell, split: str = "test") -> Held:
-    return Held(
-        split=split,
-        tasks=cell.tasks,
-        success=cell.success,
-        ci95=cell.ci95,
-        mean_reward=cell.mean_reward,
-        tool_call_valid_rate=cell.tool_call_valid_rate,
-    )
+    return Held(split=split, **cell.model_dump(include=set(Held.model_fields) - {"split"}))
 
 
 def evaluate(
