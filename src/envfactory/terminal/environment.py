@@ -20,7 +20,7 @@ from envfactory.tasks.types import PublicTask, Split, Task
 from envfactory.terminal import tools
 from envfactory.terminal.checks import static_passes
 from envfactory.terminal.episode import TerminalEpisode
-from envfactory.terminal.family import DIFFICULTIES, Draft, Family, TerminalHidden
+from envfactory.terminal.family import DIFFICULTIES, STARTER, Draft, Family, TerminalHidden
 from envfactory.terminal.fs import tree_hash, tree_of
 from envfactory.terminal.sandbox import Limits, unavailable_reason
 
@@ -66,7 +66,11 @@ class TerminalEnvironment(Environment):
         base = task_seed(self.id, split, difficulty, index)
         for attempt in range(MAX_ATTEMPTS):
             rng = random.Random(stable_hash(base, self.seed, attempt))
-            draft = self.family.generate(rng, difficulty)
+            draft = (
+                self.family.starter(rng)
+                if difficulty == STARTER
+                else self.family.generate(rng, difficulty)
+            )
             if self.split_of(draft, split) != split:
                 continue
             initial = tree_of(draft.initial_files())
@@ -113,7 +117,7 @@ class TerminalEnvironment(Environment):
             instruction=d.instruction,
             persona=PERSONA,
             rules=RULES,
-            tools=list(tools.TOOLS),
+            tools=d.tools or list(tools.TOOLS),
         )
         hidden = TerminalHidden(
             task_id=task_id,

@@ -79,10 +79,11 @@ class TerminalEpisode(ToolEpisode):
         return self._end() if msg.final else Observation(kind="user", content=NOTHING_TO_ADD)
 
     def _call(self, call: ToolCall) -> Observation:
-        spec = TOOLS.get(call.tool)
+        assert self.sandbox is not None and self.task is not None
+        shown = self.task.public.tools  # the starter level shows only the call it asks for
+        spec = TOOLS.get(call.tool) if call.tool in shown else None
         if spec is None:
-            return error_observation(unknown_tool(call.tool, TOOLS))
-        assert self.sandbox is not None
+            return error_observation(unknown_tool(call.tool, shown))
         try:
             args = validate(call.tool, spec[1], call.arguments)
             if call.tool == "run_command":
@@ -93,11 +94,11 @@ class TerminalEpisode(ToolEpisode):
                 if size > len(data):
                     text += f"\n[... {size - len(data)} more bytes not shown ...]"
                 return Observation(kind="tool_result", content=text, data={"size": size})
-            shown = fs.write_file(
+            wrote = fs.write_file(
                 self.sandbox.path, args["path"], args["content"].encode(), self.sandbox.owner
             )
             return self._quota(
-                Observation(kind="tool_result", content=f"wrote {shown}", data={"path": shown})
+                Observation(kind="tool_result", content=f"wrote {wrote}", data={"path": wrote})
             )
         except ToolFailure as exc:
             err = ToolError(code=exc.code, message=exc.message, tool=call.tool, field=exc.field)

@@ -7,6 +7,7 @@ import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from pydantic import Field
 
@@ -14,7 +15,8 @@ from envfactory.tasks.types import HiddenTask, PlanStep
 from envfactory.terminal.checks import CompletionTest
 from envfactory.terminal.fs import FileSpec
 
-DIFFICULTIES = [1, 2, 3, 4, 5]
+STARTER = 0  # the level where a small model can start: one call, spelled out
+DIFFICULTIES = [STARTER, 1, 2, 3, 4, 5]
 
 
 class TerminalHidden(HiddenTask):
@@ -38,6 +40,7 @@ class Draft:
     knobs: dict[str, int] = field(default_factory=dict)
     goals: list[str] = field(default_factory=list)
     shape: list[str] = field(default_factory=list)  # what the solution does, beyond its tools
+    tools: list[str] | None = None  # the tools the task shows (None: all three)
 
     def initial_files(self) -> list[FileSpec]:
         """The task's initial files, laid out on first use."""
@@ -57,6 +60,33 @@ class Family(ABC):
     def generate(self, rng: random.Random, difficulty: int) -> Draft:
         """A task at ``difficulty`` (1..5) drawn from ``rng``; every test must fail on the
         initial files and pass after the gold plan."""
+
+    def starter(self, rng: random.Random) -> Draft:
+        """A task at difficulty 0, where a small model can start: one call, spelled out in the
+        request, with only that call's tool shown, in the tree of a difficulty-1 task. Either
+        one of its text files is backed up by a given ``cp`` command, or a given line is
+        written to a new file beside it; the file it came from must stay as it was."""
+        tree = self.generate(rng, 1).initial_files()
+        texts = [f for f in tree if f.text is not None and ".git/" not in f.path]
+        source = rng.choice(texts or tree)
+        tests = []
+        if source.text is not None and rng.random() < 0.5:
+            target, text = f"{source.path}.bak", source.text
+            command = f"cp {q(source.path)} {q(target)}"
+            instruction = f"Back up /work/{source.path}: run the command `{command}` in /work."
+            gold = run(command)
+        else:
+            target = str(PurePosixPath(source.path).parent / "NOTES.txt")
+            text = f"checked by {rng.choice(WORDS)} {rng.choice(WORDS)}\n"
+            instruction = (
+                f"Write a new file /work/{target} whose whole content is this line: {text.strip()}"
+            )
+            gold = write(target, text)
+        tests.append(CompletionTest(name="file_made", kind="files", args={"files": {target: text}}))
+        if source.text is not None:
+            kept = {"files": {source.path: source.text}}
+            tests.append(CompletionTest(name="source_kept", kind="files", args=kept, gate=True))
+        return Draft(instruction, tree, [gold], tests, knobs={"starter": 1}, tools=[gold.tool])
 
 
 def run(command: str) -> PlanStep:
