@@ -152,3 +152,25 @@ def test_calibration_cells_have_the_contract_keys_and_honest_intervals(
     assert wilson(0, 20) == (0.0, 0.1611) and wilson(20, 20) == (0.8389, 1.0)
     picture = plot_calibration(cells, str(tmp_path / "calibration.png"))
     assert Path(picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(tmp_path: Path) -> None:
+    """`--out` appends each world's cells as they are measured; a cell already in the file is
+    reported as it was and not measured again."""
+    kept = tmp_path / "calibration.jsonl"
+    planted = {
+        "env": "hotel", "difficulty": 0, "tasks": 10, "success": 0.3, "ci95": [0.1, 0.6],
+        "mean_reward": 0.3, "tool_call_valid_rate": 1.0, "invalid_argument_rate": 0.0,
+        "calls_attempted": 10, "turns_mean": 1.0, "prompt_tokens": 1, "completion_tokens": 1,
+        "faults": 0, "tool_format": "grammar",
+    }  # fmt: skip
+    kept.write_text(json.dumps(planted) + "\n")
+    args = ["--envs", "hotel,term-git", "--difficulties", "0", "--tasks", "1"]
+    done = cli("bench", "--calibration", *args, "--max-turns", "1", "--max-tokens", "8",
+               "--out", str(kept), "--json")  # fmt: skip
+    cells = json.loads(done.stdout)
+    assert [(c["env"], c["difficulty"]) for c in cells] == [("hotel", 0), ("term-git", 0)]
+    assert cells[0] == planted
+    assert cells[1]["tasks"] == 1 and cells[1]["tool_format"] == "grammar"
+    lines = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert lines == cells

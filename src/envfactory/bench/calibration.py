@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from statistics import fmean
 
 from pydantic import BaseModel, Field
@@ -158,26 +158,52 @@ def calibrate(
     max_turns: int = 4,
     harness: HarnessConfig | None = None,
     on_episode: Callable[[EpisodeRecord], None] | None = None,
+    on_world: Callable[[list[CalibrationCell]], None] | None = None,
+    skip: Container[tuple[str, int]] = (),
 ) -> list[CalibrationCell]:
     """``tasks`` episodes of ``policy`` per (world, difficulty) of ``split`` (every level of
     each world by default), one task each, under ``harness`` (default: tools in the prompt,
-    ``max_turns`` calls)."""
-    worlds = {env: make(env) for env in envs}
+    ``max_turns`` calls). Worlds run one after another; ``on_world`` gets each world's cells as
+    soon as they are measured, so a long run can be kept as it goes and resumed with ``skip``
+    (cells already measured)."""
+    harness = harness or HarnessConfig(tool_format="text", max_turns=max_turns)
+    cells: list[CalibrationCell] = []
+    for env in envs:
+        got = _calibrate_world(policy, env, tasks, difficulties, split, harness, on_episode, skip)
+        if got and on_world is not None:
+            on_world(got)
+        cells += got
+    return cells
+
+
+def _calibrate_world(
+    policy: RolloutPolicy,
+    env: str,
+    tasks: int,
+    difficulties: Sequence[int] | None,
+    split: Split,
+    harness: HarnessConfig,
+    on_episode: Callable[[EpisodeRecord], None] | None,
+    skip: Container[tuple[str, int]],
+) -> list[CalibrationCell]:
+    world = make(env)
+    levels = [
+        d
+        for d in (difficulties or world.difficulties)
+        if d in world.difficulties and (env, d) not in skip
+    ]
     refs = [
         TaskRef(env, split, d, i)
-        for env, world in worlds.items()
-        for d in (difficulties or world.difficulties)
-        if d in world.difficulties
+        for d in levels
         for i in range(min(tasks, world.capacity(split, d) or tasks))
     ]
-    tallies: dict[tuple[str, int], _Tally] = defaultdict(_Tally)
+    tallies: dict[int, _Tally] = defaultdict(_Tally)
 
     def done(rec: EpisodeRecord) -> None:
-        tallies[(rec.env_id, rec.difficulty)].add(rec)
+        tallies[rec.difficulty].add(rec)
         if on_episode is not None:
             on_episode(rec)
 
-    harness = harness or HarnessConfig(tool_format="text", max_turns=max_turns)
     engine = RolloutEngine(
         policy,
         harness=harness,
@@ -186,8 +212,9 @@ def calibrate(
         keep_records=False,
     )
     engine.run_sync(refs)
-    cells = sorted({(r.env_id, r.difficulty) for r in refs})
-    return [tallies[key].cell(*key, harness.tool_format) for key in cells]
+    return [
+        tallies[d].cell(env, d, harness.tool_format) for d in sorted({r.difficulty for r in refs})
+    ]
 
 
 def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import typer
 from pydantic import BaseModel
 from rich.table import Table
@@ -9,6 +12,9 @@ from rich.table import Table
 from envfactory.bench.world import bench_world
 from envfactory.cli.common import console, err_console, fail, load_env, print_json
 from envfactory.harness.config import HarnessConfig
+
+if TYPE_CHECKING:
+    from envfactory.bench.calibration import CalibrationCell
 
 
 def _bench_sandbox() -> BaseModel:
@@ -37,6 +43,12 @@ def bench(
     ray: bool = typer.Option(
         False, "--ray", help="Episodes/s through a Ray pool of 1 vs 2 rollout workers."
     ),
+    decode: bool = typer.Option(
+        False,
+        "--decode",
+        help="Batched decoding of the embedded model: transformers' stock path against "
+        "envfactory's (cache written in place, grouped attention), in one run.",
+    ),
     calibration: bool = typer.Option(
         False,
         "--calibration",
@@ -50,6 +62,12 @@ def bench(
     max_turns: int = typer.Option(4, "--max-turns", min=1, help="--calibration: model calls."),
     max_tokens: int = typer.Option(128, "--max-tokens", min=1, help="--calibration: per call."),
     plot: str | None = typer.Option(None, "--plot", help="--calibration: write a heat map PNG."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="--calibration: a JSON-lines file; each world's cells are appended as they are "
+        "measured, and cells already in it are kept and not measured again (resume).",
+    ),
     tool_format: str = typer.Option(
         "grammar",
         "--tool-format",
@@ -66,7 +84,7 @@ def bench(
             tool_choice="first" if tool_format == "grammar" else "auto",
             max_turns=max_turns,
         )
-        _calibration(tasks, envs, difficulties, model, harness, max_tokens, plot, json)
+        _calibration(tasks, envs, difficulties, model, harness, max_tokens, plot, out, json)
         return
     result: BaseModel
     if sandbox:
@@ -81,6 +99,11 @@ def bench(
 
         with err_console.status("benchmarking Ray rollout workers (1 vs 2)"):
             result = bench_ray(env_id)
+    elif decode:
+        from envfactory.bench.decode import bench_decode
+
+        with err_console.status("benchmarking batched decoding (stock vs envfactory)"):
+            result = bench_decode()
     elif tau2:
         from envfactory.peers.tau2.bench import bench_tau2
 
@@ -109,6 +132,7 @@ def _calibration(
     harness: HarnessConfig,
     max_tokens: int,
     plot: str | None,
+    out: Path | None,
     json: bool,
 ) -> None:
     from rich.progress import Progress
@@ -118,7 +142,14 @@ def _calibration(
 
     worlds = [e.strip() for e in envs.split(",") if e.strip()] or single_agent_worlds()
     levels = [int(d) for d in difficulties.split(",") if d.strip()] or None
+    kept = _kept_cells(out, harness.tool_format)
     policy = local_policy(model, {"temperature": 0.7, "max_tokens": max_tokens})
+
+    def keep(cells: list[CalibrationCell]) -> None:
+        if out is not None:
+            with out.open("a") as f:
+                f.writelines(c.model_dump_json() + "\n" for c in cells)
+
     with Progress(console=err_console, transient=True) as bar:
         job = bar.add_task(f"{policy.info.name} episodes", total=None)
         cells = calibrate(
@@ -128,7 +159,13 @@ def _calibration(
             levels,
             harness=harness,
             on_episode=lambda _: bar.advance(job),
+            on_world=keep,
+            skip={(c.env, c.difficulty) for c in kept},
         )
+    cells = sorted(
+        [c for c in kept if c.env in worlds and (levels is None or c.difficulty in levels)] + cells,
+        key=lambda c: (c.env, c.difficulty),
+    )
     if plot:
         plot_calibration(cells, plot)
     if json:
@@ -152,3 +189,13 @@ def _calibration(
             f"{c.turns_mean:.1f}",
         )
     console.print(table)
+
+
+def _kept_cells(out: Path | None, tool_format: str) -> list[CalibrationCell]:
+    """The cells an earlier run appended to ``out`` under the same tool format."""
+    from envfactory.bench.calibration import CalibrationCell
+
+    if out is None or not out.exists():
+        return []
+    cells = [CalibrationCell.model_validate_json(line) for line in out.read_text().splitlines()]
+    return [c for c in cells if c.tool_format == tool_format]

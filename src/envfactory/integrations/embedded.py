@@ -74,6 +74,8 @@ def _load(path: str) -> LocalModel:
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from envfactory.integrations.kv import use_grouped_sdpa
+
     where = Path(path)
     if not where.exists():
         raise ModelNotFound(f"no model at {path}: give a model folder or a .gguf file")
@@ -87,6 +89,7 @@ def _load(path: str) -> LocalModel:
     tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **extra)
     model.eval()
+    use_grouped_sdpa(model)
     stops = {tokenizer.eos_token_id}
     if END_OF_TURN in tokenizer.get_vocab():
         stops.add(tokenizer.convert_tokens_to_ids(END_OF_TURN))

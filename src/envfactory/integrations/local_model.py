@@ -209,11 +209,13 @@ class TransformersPolicy:
             out.update(zip(members, replies, strict=True))
         return [out[i] for i in range(len(calls))]
 
-    def _prefix_cache(self, prefix: list[int], batch: int) -> Any:
+    def _prefix_cache(self, prefix: list[int], batch: int, room: int) -> Any:
         """The keys and values of ``prefix`` (computed once, the last few kept), one copy per
-        sequence of the batch (generation writes into it)."""
+        sequence of the batch, with ``room`` positions reserved for the rest (generation
+        writes into it)."""
         import torch
-        from transformers import DynamicCache
+
+        from envfactory.integrations.kv import reserved_cache
 
         key = tuple(prefix)
         kept = self._prefixes.pop(key, None)
@@ -224,13 +226,7 @@ class TransformersPolicy:
         self._prefixes[key] = kept  # most recent last
         while len(self._prefixes) > PREFIXES_KEPT:
             self._prefixes.pop(next(iter(self._prefixes)))
-        cache = DynamicCache()
-        for i, layer in enumerate(kept.layers):
-            expand = (batch, -1, -1, -1)
-            cache.update(
-                layer.keys.expand(*expand).clone(), layer.values.expand(*expand).clone(), i
-            )
-        return cache
+        return reserved_cache(kept, batch, room)
 
     def _generate(
         self,
@@ -252,7 +248,8 @@ class TransformersPolicy:
         mask = torch.tensor(
             [[1] * len(prefix) + [0] * g + [1] * len(p) for g, p in zip(gap, own, strict=True)]
         )
-        cache = self._prefix_cache(prefix, len(prompts)) if prefix else None
+        room = width - len(prefix) + self.max_new_tokens
+        cache = self._prefix_cache(prefix, len(prompts), room) if prefix else None
         sample = self.temperature > 0
         processors = []
         if grammars and any(g is not None for g in grammars):
