@@ -19,6 +19,7 @@ Factory = Callable[..., Environment]
 # and says so when an episode starts.
 BUILTIN_MODULES: list[str] = [
     "envfactory.terminal.builtin",
+    "envfactory.research.builtin",
     "envfactory.peers.tau2.register",
     "envfactory.multiagent.register",
     "envfactory.openapi.register",  # the libraries ENVFACTORY_LIBRARY names
