@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from envfactory.domain.spec import ParamSpec
-from envfactory.tools.params import json_schema
+from envfactory.tools.params import tool_schemas
 
 MAX_K = 20
 MAX_FOUND = 20  # lines find returns
@@ -55,20 +55,6 @@ TOOLS: dict[str, tuple[str, dict[str, ParamSpec]]] = {
 
 
 def schemas(fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for name, (description, params) in TOOLS.items():
-        schema = json_schema(params)
-        if fmt == "openai":
-            fn = {"name": name, "description": description, "parameters": schema}
-            out.append({"type": "function", "function": fn})
-        else:
-            hints = {"readOnlyHint": name != "answer", "destructiveHint": False}
-            out.append(
-                {
-                    "name": name,
-                    "description": description,
-                    "inputSchema": schema,
-                    "annotations": hints,
-                }
-            )
-    return out
+    return tool_schemas(
+        TOOLS, fmt, lambda name: {"readOnlyHint": name != "answer", "destructiveHint": False}
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from envfactory.domain.spec import ParamSpec
-from envfactory.tools.params import json_schema
+from envfactory.tools.params import tool_schemas
 
 READ_LIMIT = 64_000  # bytes of a file read_file returns
 TOOLS: dict[str, tuple[str, dict[str, ParamSpec]]] = {
@@ -39,21 +39,9 @@ TOOLS: dict[str, tuple[str, dict[str, ParamSpec]]] = {
 
 
 def schemas(fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
-    out = []
-    for name, (description, params) in TOOLS.items():
-        schema = json_schema(params)
-        if fmt == "openai":
-            fn = {"name": name, "description": description, "parameters": schema}
-            out.append({"type": "function", "function": fn})
-        else:
-            # MCP's hints: reading changes nothing; a command or a write may remove files.
-            hints = {"readOnlyHint": name == "read_file", "destructiveHint": name != "read_file"}
-            out.append(
-                {
-                    "name": name,
-                    "description": description,
-                    "inputSchema": schema,
-                    "annotations": hints,
-                }
-            )
-    return out
+    # MCP's hints: reading changes nothing; a command or a write may remove files.
+    return tool_schemas(
+        TOOLS,
+        fmt,
+        lambda name: {"readOnlyHint": name == "read_file", "destructiveHint": name != "read_file"},
+    )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 from envfactory.domain.spec import ParamSpec
 from envfactory.tools.result import ToolFailure
@@ -47,6 +47,28 @@ def json_schema(params: Mapping[str, ParamSpec]) -> dict[str, Any]:
         "required": [n for n, p in params.items() if p.required],
         "additionalProperties": False,
     }
+
+
+ToolTable = Mapping[str, tuple[str, Mapping[str, ParamSpec]]]
+"""A fixed tool set: each name's description and parameters."""
+
+
+def tool_schemas(
+    tools: ToolTable,
+    fmt: Literal["openai", "mcp"],
+    hints: Callable[[str], dict[str, bool]],
+) -> list[dict[str, Any]]:
+    """OpenAI-shaped function schemas, or MCP tools with the ``hints`` (annotations) of each."""
+    out: list[dict[str, Any]] = []
+    for name, (description, params) in tools.items():
+        schema = json_schema(params)
+        if fmt == "openai":
+            fn = {"name": name, "description": description, "parameters": schema}
+            out.append({"type": "function", "function": fn})
+        else:
+            mcp = {"name": name, "description": description, "inputSchema": schema}
+            out.append(mcp | {"annotations": hints(name)})
+    return out
 
 
 def _show(v: Any) -> str:
