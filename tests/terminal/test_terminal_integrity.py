@@ -118,13 +118,16 @@ WIPES = ("find . -type f -delete", "find . -mindepth 1 -delete")
 @pytest.mark.parametrize("env_id", [f.id for f in FAMILIES])
 def test_no_check_passes_on_an_emptied_tree(env_id: str) -> None:
     """Every check fails when what it inspects is absent: after deleting every file (folders
-    kept) or everything, no score item and no gate of the task holds."""
+    kept) or everything, no score item and no gate of the task holds. (A starter task that
+    shows only write_file refuses the command, so one that shows run_command is taken.)"""
     env = envfactory.make(env_id)
     for difficulty in env.difficulties:
+        tasks = env.tasks("train", difficulty, 20)
+        task = next((t for t in tasks if "run_command" in t.public.tools), tasks[0])
         for wipe in WIPES:
             episode = env.episode()
             try:
-                episode.reset(env.task("train", difficulty, 0))
+                episode.reset(task)
                 episode.step(ToolCall(tool="run_command", arguments={"command": wipe}))
                 episode.step(Message(content="done", final=True))
                 items = episode.evaluate().items
