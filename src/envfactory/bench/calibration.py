@@ -226,7 +226,7 @@ def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:
     levels = sorted({c.difficulty for c in cells})
     at = {(c.env, c.difficulty): c for c in cells}
     grid = [[at[(e, d)].success if (e, d) in at else math.nan for d in levels] for e in envs]
-    fig = Figure(figsize=(1.4 * len(levels) + 3, 0.42 * len(envs) + 1.6), dpi=110)
+    fig = Figure(figsize=(max(7.0, 1.4 * len(levels) + 3), 0.42 * len(envs) + 1.6), dpi=110)
     ax = fig.subplots()
     image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(levels)), [str(d) for d in levels])
