@@ -22,7 +22,7 @@ from envfactory.research.corpus import DEFAULT_SIZE, Corpus, corpus
 from envfactory.research.episode import ResearchEpisode
 from envfactory.research.hidden import ResearchHidden
 from envfactory.research.questions import LEVELS, Builder, Draft
-from envfactory.tasks.seeds import stable_hash
+from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash
 from envfactory.tasks.types import PublicTask, Split, Task
 
 DIFFICULTIES = [0, 1, 2, 3, 4, 5]
@@ -32,7 +32,6 @@ RULES = [
     "Commit exactly one final answer with the answer tool; only the first answer counts.",
     "Answer with the value alone: a name, a number or a date.",
 ]
-TRAIN_SHARE = 0.5  # of each content key's hash range; a train task needs all three in it
 PASSES = 8  # times a difficulty's candidate sequence goes over its entities
 MIN_DISTRACTORS = {4: 1, 5: 1}  # the top levels go through a near-duplicate or a fan page
 
@@ -131,18 +130,18 @@ class ResearchEnvironment(Environment):
         three do, held-out when all three do (as terminal worlds split). So no held-out
         question, solution or answer is ever a train one. Held-out tasks divide into
         validation and test by their plan's hash."""
-        held = _unit(self.id, "question", draft.instruction) >= TRAIN_SHARE
+        held = content_unit(self.id, "question", draft.instruction) >= TRAIN_SHARE
         if wanted is not None and held != (wanted != "train"):
             return None
         plan = json.dumps([s.model_dump() for s in draft.plan], sort_keys=True)
-        if (_unit(self.id, "solution", plan) >= TRAIN_SHARE) != held:
+        if (content_unit(self.id, "solution", plan) >= TRAIN_SHARE) != held:
             return None
         target = f"{draft.answer_type}:{answers.normalise(draft.answer)}"
-        if (_unit(self.id, "target", target) >= TRAIN_SHARE) != held:
+        if (content_unit(self.id, "target", target) >= TRAIN_SHARE) != held:
             return None
         if not held:
             return "train"
-        return "validation" if _unit(self.id, "held-out", plan) < 0.5 else "test"
+        return "validation" if content_unit(self.id, "held-out", plan) < 0.5 else "test"
 
     def _task(
         self, d: Draft, plan: list[Any], split: Split, difficulty: int, index: int, fp: str
@@ -205,8 +204,3 @@ class ResearchEnvironment(Environment):
         hidden = task.hidden
         head = [hidden.kind, *hidden.shape] if isinstance(hidden, ResearchHidden) else []
         return (*head, *(s.tool for s in hidden.gold_plan))
-
-
-def _unit(env_id: str, kind: str, key: str) -> float:
-    """A content key's place in [0, 1), by a stable hash."""
-    return stable_hash("split", env_id, kind, key) / 2**64

@@ -26,6 +26,16 @@ def stable_hash(*parts: object) -> int:
     return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big")
 
 
+TRAIN_SHARE = 0.5
+"""Of each content key's hash range: a generated task is train when all its keys fall below."""
+
+
+def content_unit(env_id: str, kind: str, key: str) -> float:
+    """A content key's place in [0, 1), by a stable hash (worlds that split tasks by what they
+    ask, solve and target)."""
+    return stable_hash("split", env_id, kind, key) / 2**64
+
+
 def task_seed(env_id: str, split: str, difficulty: int, index: int) -> int:
     return stable_hash("task", env_id, split, difficulty, index)
 

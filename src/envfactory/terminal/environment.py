@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from envfactory.env import EnvInfo, Environment
 from envfactory.episode.base import EpisodeConfig
 from envfactory.errors import SynthesisError
-from envfactory.tasks.seeds import stable_hash, task_seed
+from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash, task_seed
 from envfactory.tasks.types import PublicTask, Split, Task
 from envfactory.terminal import tools
 from envfactory.terminal.checks import static_passes
@@ -31,7 +31,6 @@ RULES = [
     "When you are done, reply with a short final message.",
 ]
 MAX_ATTEMPTS = 400
-TRAIN_SHARE = 0.5  # of each content key's hash range; a train task needs all three in it
 
 
 class TerminalEnvironment(Environment):
@@ -90,18 +89,18 @@ class TerminalEnvironment(Environment):
         validation and test by their solution's hash. With ``wanted`` it stops (None) at the
         first key that rules that split out, cheapest first: most drafts are drawn for a
         split they miss, and their plan and tests need not be serialised."""
-        held = _unit(self.id, "instruction", draft.instruction) >= TRAIN_SHARE
+        held = content_unit(self.id, "instruction", draft.instruction) >= TRAIN_SHARE
         if wanted is not None and held != (wanted != "train"):
             return None
         solution = _dump(draft.gold)
-        if (_unit(self.id, "solution", solution) >= TRAIN_SHARE) != held:
+        if (content_unit(self.id, "solution", solution) >= TRAIN_SHARE) != held:
             return None
         split: Split = "train"
         if held:
-            split = "validation" if _unit(self.id, "held-out", solution) < 0.5 else "test"
+            split = "validation" if content_unit(self.id, "held-out", solution) < 0.5 else "test"
         if wanted is not None and split != wanted:
             return None
-        if (_unit(self.id, "target", _dump(draft.tests)) >= TRAIN_SHARE) != held:
+        if (content_unit(self.id, "target", _dump(draft.tests)) >= TRAIN_SHARE) != held:
             return None
         return split
 
@@ -191,8 +190,3 @@ def _fingerprint(d: Draft) -> str:
 def _dump(models: Sequence[BaseModel]) -> str:
     """A split key: the models as canonical JSON."""
     return json.dumps([m.model_dump() for m in models], sort_keys=True)
-
-
-def _unit(env_id: str, kind: str, key: str) -> float:
-    """A content key's place in [0, 1), by a stable hash."""
-    return stable_hash("split", env_id, kind, key) / 2**64
