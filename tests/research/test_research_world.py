@@ -13,7 +13,7 @@ import pytest
 import envfactory
 from envfactory.episode.runner import run_episode
 from envfactory.episode.types import Message, ToolCall
-from envfactory.policies.scripted import NoOp, Oracle, RandomPolicy
+from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, RandomPolicy
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.quality.check import check
 from envfactory.research import answers
@@ -299,3 +299,27 @@ def test_registered_and_runs_in_the_rollout_engine() -> None:
     summary = engine.run_sync(refs)
     assert not summary.errors
     assert [r.reward for r in engine.records] == [1.0, 1.0, 1.0]
+
+
+def test_a_slip_on_a_hop_loses_the_answer_so_levels_are_graded(env: ResearchEnvironment) -> None:
+    for d in DIFFICULTIES:
+        task = env.task("train", d, 0)
+        needs = task.hidden.needs
+        assert len(needs) == len(task.hidden.gold_plan)
+        assert all(all(j < i for j in n) for i, n in enumerate(needs))
+        reached, todo = set(), [len(needs) - 1]  # the answer reaches back to the first search
+        while todo:
+            i = todo.pop()
+            reached.add(i)
+            todo += needs[i]
+        assert 0 in reached and task.hidden.gold_plan[0].tool == "search"
+    success = []
+    for d in DIFFICULTIES:
+        runs = [
+            run_episode(env, env.task("train", d, i), NoisyOracle(seed=s), env.episode()).reward
+            for i in range(12)
+            for s in range(3)
+        ]
+        success.append(sum(r == 1.0 for r in runs) / len(runs))
+    assert success[-1] < 0.3 < success[0], success
+    assert all(b <= a + 0.1 for a, b in pairwise(success)), success

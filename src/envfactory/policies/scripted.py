@@ -222,7 +222,9 @@ class Guess(NoOp):
 
 class NoisyOracle(Oracle):
     """The oracle with skill in [0, 1]: each step goes wrong with probability 1 - skill
-    (a read is skipped, a write gets a corrupted argument)."""
+    (a read is skipped, a write gets a corrupted argument). Where the task records which
+    steps use the results of which (``hidden.needs``), a step that needs a slipped one is
+    lost too: its arguments are not known, so it is made with wrong ones."""
 
     name = "noisy-oracle"
 
@@ -231,19 +233,34 @@ class NoisyOracle(Oracle):
         self.skill = skill
         self.seed = seed
         self.rng = random.Random(seed)
+        self.needs: list[list[int]] = []
+        self.slipped: set[int] = set()
 
     def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
         super().start(task, tools)
         self.rng = random.Random(stable_hash("noisy", self.seed, self.skill, task.task_id))
         self.answers = [a if self.rng.random() <= self.skill else _wrong(a) for a in self.answers]
+        self.needs = list(task.hidden.needs)
+        self.slipped = set()
 
     def _next_step(self) -> PlanStep | None:
         step = super()._next_step()
-        while step is not None and self.rng.random() > self.skill:
+        while step is not None:
+            at = self.i - 1
+            if at < len(self.needs) and self.slipped.intersection(self.needs[at]):
+                self.slipped.add(at)
+                return PlanStep(tool=step.tool, arguments=_wrong_all(step.arguments))
+            if self.rng.random() <= self.skill:
+                return step
+            self.slipped.add(at)
             if step.arguments and self.rng.random() < 0.6:
                 return _corrupt(step, self.rng)
             step = super()._next_step()  # skipped
         return step
+
+
+def _wrong_all(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {k: _wrong(v) for k, v in arguments.items()}
 
 
 def _wrong(answer: Any) -> Any:

@@ -1,4 +1,5 @@
-"""A corpus: the graph's articles (and a few unreliable fan-wiki pages), searchable.
+"""A library of documents searchable with SQLite FTS5, and the encyclopedia corpus: the
+graph's articles (and a few unreliable fan-wiki pages).
 
 ``corpus(seed, size)`` builds one once per process and shares it: it is read-only.
 """
@@ -47,27 +48,14 @@ def paginate(text: str, size: int = PAGE_CHARS) -> list[tuple[int, int]]:
     return pages
 
 
-class Corpus:
-    """Documents with ids, titles and sources; text through the search index."""
+class Library:
+    """Documents with ids, titles and sources, their text in a search index; pages and
+    lines for ``open`` and ``find``. Every research world's corpus is one."""
 
-    def __init__(self, seed: int, size: int) -> None:
-        self.seed, self.size = seed, size
-        self.graph: Graph = build_graph(seed, size)
-        rng = random.Random(f"research-corpus/{seed}/{size}")
-        render = Renderer(self.graph, rng)
-        arts = [(e.id, True, render.render(e, False)) for e in self.graph.entities]
-        arts += [(e.id, False, render.render(e, True)) for e in self.graph.entities if e.fan]
-        rng.shuffle(arts)
-        self.docs = [
-            Doc(f"doc-{i:06d}", a.title, eid, ok, a.lead, a.facts)
-            for i, (eid, ok, a) in enumerate(arts)
-        ]
-        self.by_id = {d.doc_id: i for i, d in enumerate(self.docs)}
-        self.reliable: dict[int, int] = {}
-        self.unreliable: dict[int, int] = {}
-        for i, d in enumerate(self.docs):
-            (self.reliable if d.reliable else self.unreliable)[d.entity] = i
-        self.index = SearchIndex((a.title, a.text) for _, _, a in arts)
+    def __init__(self, docs: list[Doc], texts: list[str]) -> None:
+        self.docs = docs
+        self.by_id = {d.doc_id: i for i, d in enumerate(docs)}
+        self.index = SearchIndex((d.title, t) for d, t in zip(docs, texts, strict=True))
 
     def text(self, position: int) -> str:
         return self.index.text(position)
@@ -80,6 +68,28 @@ class Corpus:
         """The page (from 1) holding character ``offset`` of a document."""
         bounds = paginate(self.text(position))
         return next((i + 1 for i, (_, b) in enumerate(bounds) if offset < b), len(bounds))
+
+
+class Corpus(Library):
+    """The encyclopedia of a seeded graph: its articles, and a few unreliable fan pages."""
+
+    def __init__(self, seed: int, size: int) -> None:
+        self.seed, self.size = seed, size
+        self.graph: Graph = build_graph(seed, size)
+        rng = random.Random(f"research-corpus/{seed}/{size}")
+        render = Renderer(self.graph, rng)
+        arts = [(e.id, True, render.render(e, False)) for e in self.graph.entities]
+        arts += [(e.id, False, render.render(e, True)) for e in self.graph.entities if e.fan]
+        rng.shuffle(arts)
+        docs = [
+            Doc(f"doc-{i:06d}", a.title, eid, ok, a.lead, a.facts)
+            for i, (eid, ok, a) in enumerate(arts)
+        ]
+        super().__init__(docs, [a.text for _, _, a in arts])
+        self.reliable: dict[int, int] = {}
+        self.unreliable: dict[int, int] = {}
+        for i, d in enumerate(self.docs):
+            (self.reliable if d.reliable else self.unreliable)[d.entity] = i
 
 
 _CACHE: dict[tuple[int, int], Corpus] = {}

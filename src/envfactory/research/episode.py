@@ -8,7 +8,7 @@ from envfactory.episode.base import EpisodeConfig, ToolEpisode, error_observatio
 from envfactory.episode.types import EpisodeStatus, Message, Observation, ToolCall
 from envfactory.errors import EpisodeError
 from envfactory.research import answers
-from envfactory.research.corpus import Corpus
+from envfactory.research.corpus import Library
 from envfactory.research.hidden import ResearchHidden
 from envfactory.research.tools import MAX_FOUND, TOOLS
 from envfactory.tasks.seeds import stable_hash
@@ -18,7 +18,7 @@ from envfactory.tools.result import ToolError, ToolFailure
 from envfactory.verify.verdict import RubricItem, Verdict, combine
 
 if TYPE_CHECKING:
-    from envfactory.research.environment import ResearchEnvironment
+    from envfactory.research.world import ResearchWorld
 
 NOTHING_TO_ADD = "I have nothing to add. Please commit your answer with the answer tool."
 RECORDED = "Your answer is recorded. The episode is over."
@@ -27,7 +27,7 @@ RECORDED = "Your answer is recorded. The episode is over."
 class ResearchEpisode(ToolEpisode):
     """One live episode; the corpus and its index are shared and never written."""
 
-    def __init__(self, env: ResearchEnvironment, config: EpisodeConfig | None = None) -> None:
+    def __init__(self, env: ResearchWorld, config: EpisodeConfig | None = None) -> None:
         self.env = env
         self.config = config or EpisodeConfig()
         self.task: Task | None = None
@@ -38,7 +38,7 @@ class ResearchEpisode(ToolEpisode):
         self.read: set[str] = set()
 
     @property
-    def corpus(self) -> Corpus:
+    def corpus(self) -> Library:
         return self.env.corpus
 
     def reset(self, task: Task) -> Observation:

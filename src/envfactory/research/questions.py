@@ -11,15 +11,12 @@ that answer can be proven wrong.
 from __future__ import annotations
 
 import random
-import re
-from dataclasses import dataclass, field
 
 from envfactory.research.answers import AnswerType, normalise
 from envfactory.research.corpus import Corpus
 from envfactory.research.graph import RELATIONS, Graph
-from envfactory.tasks.types import PlanStep
+from envfactory.research.plans import Draft, Plan, gives_away
 
-K = 5  # results a gold search asks for
 OUT: dict[str, list[str]] = {}
 for _rel, (_src, _) in RELATIONS.items():
     OUT.setdefault(_src, []).append(_rel)
@@ -75,38 +72,6 @@ MIN_ROSTER = 8
 DIRECTOR = "served as director"
 
 
-@dataclass
-class Draft:
-    """A question before it is given an id."""
-
-    kind: str
-    instruction: str
-    plan: list[PlanStep]
-    answer_type: AnswerType
-    answer: str
-    aliases: list[str]
-    unreliable: str | None  # the answer trusting fan pages gives (None: none on the way)
-    knobs: dict[str, int] = field(default_factory=dict)
-    wanted: list[str] = field(default_factory=list)  # the document each search is for
-    shape: list[str] = field(default_factory=list)  # the relations followed, the fact read
-
-
-def search(query: str, k: int = K) -> PlanStep:
-    return PlanStep(tool="search", arguments={"query": query, "k": k})
-
-
-def open_(doc_id: str, page: int) -> PlanStep:
-    return PlanStep(tool="open", arguments={"doc_id": doc_id, "page": page})
-
-
-def find(doc_id: str, pattern: str) -> PlanStep:
-    return PlanStep(tool="find", arguments={"doc_id": doc_id, "pattern": pattern})
-
-
-def answer(value: str) -> PlanStep:
-    return PlanStep(tool="answer", arguments={"value": value})
-
-
 class Builder:
     """Drafts questions over one corpus."""
 
@@ -115,7 +80,6 @@ class Builder:
         self.g: Graph = corpus.graph
         self.confusable = {e.twin_of for e in self.g.entities if e.twin_of is not None}
         self.confusable |= {e.id for e in self.g.entities if e.twin_of is not None}
-        self.wanted: list[str] = []
         self.shape: list[str] = []
 
     # -- paths ----------------------------------------------------------------------------
@@ -158,22 +122,25 @@ class Builder:
 
     # -- gold plans -----------------------------------------------------------------------
 
-    def trail(self, start: int, rels: list[str], steps: list[PlanStep]) -> str:
+    def trail(self, start: int, rels: list[str], plan: Plan) -> tuple[str, int | None]:
         """Append the searches and reads that follow ``rels`` from ``start``; return the
-        surface form the last document names the path's end by."""
-        surface = self.g.entities[start].name
+        surface form the last document names the path's end by, and the step that read it
+        (None when ``rels`` is empty: the question names it)."""
+        surface, last = self.g.entities[start].name, None
         for eid, rel in zip(self.follow(start, rels), rels, strict=False):
-            surface = self.read(eid, surface, rel, steps)
-        return surface
+            surface, last = self.read(eid, surface, rel, plan, last)
+        return surface, last
 
-    def read(self, eid: int, surface: str, key: str, steps: list[PlanStep]) -> str:
-        """Search ``surface``, open the page of the entity's article stating ``key``."""
+    def read(
+        self, eid: int, surface: str, key: str, plan: Plan, after: int | None
+    ) -> tuple[str, int]:
+        """Search ``surface`` (which step ``after`` gave), open the page of the entity's
+        article stating ``key``; the surface it states the fact with, and the open step."""
         pos = self.c.reliable[eid]
         doc = self.c.docs[pos]
         offset, said = doc.facts[key]
-        self.wanted.append(doc.doc_id)
-        steps += [search(surface), open_(doc.doc_id, self.c.page_of(pos, offset))]
-        return said
+        found = plan.search(surface, doc.doc_id, after)
+        return said, plan.open(doc.doc_id, self.c.page_of(pos, offset), found)
 
     def distractors(self, *paths: list[int]) -> int:
         ids = {e for p in paths for e in p}
@@ -182,12 +149,12 @@ class Builder:
     # -- question kinds -------------------------------------------------------------------
 
     def draft(self, difficulty: int, start: int, rng: random.Random) -> Draft | None:
-        self.wanted, self.shape = [], []
+        self.shape = []
         if difficulty == 0:
             return self.lead(start)
         kind, n = rng.choice(LEVELS[difficulty])
         made: Draft | None = getattr(self, kind)(start, n, rng)
-        if made is None or self._gives_away(made):
+        if made is None or gives_away(made):
             return None
         return made
 
@@ -197,24 +164,24 @@ class Builder:
             return None
         key, ask, kind = ASK_ATTR[e.kind]
         value = self.attr(start, key)
-        steps = [search(e.name), answer(value)]
-        self.wanted.append(self.c.docs[self.c.reliable[start]].doc_id)
+        plan = Plan()
+        plan.answer(value, plan.search(e.name, self.c.docs[self.c.reliable[start]].doc_id))
         instruction = ask.format(d=self.describe(start, []))
         knobs = {"hops": 1, "distractors": 0, "unreliable": 0}
-        return Draft("lead", instruction, steps, kind, value, [], None, knobs, self.wanted, [key])
+        return Draft("lead", instruction, plan, kind, value, [], None, knobs, [key])
 
     def chain(self, start: int, hops: int, rng: random.Random) -> Draft | None:
         by_name = hops == 1 or rng.random() < 0.5  # one hop by attribute is a lead question
         rels = self.walk(start, hops if by_name else hops - 1, rng)
         if len(rels) != (hops if by_name else hops - 1):
             return None
-        steps: list[PlanStep] = []
+        plan = Plan()
         kind: AnswerType = "name"
-        surface = self.trail(start, rels[:-1] if by_name else rels, steps)
+        surface, last = self.trail(start, rels[:-1] if by_name else rels, plan)
         path, fan_path = self.follow(start, rels), self.follow(start, rels, fan=True)
         end, fan_end = path[-1], fan_path[-1]
         if by_name:
-            self.read(path[-2], surface, rels[-1], steps)
+            _, last = self.read(path[-2], surface, rels[-1], plan, last)
             ask = ASK_NAME[rels[-1]].format(d=self.describe(start, rels[:-1]))
             self.shape = [*rels, "name"]
             e = self.g.entities[end]
@@ -222,12 +189,12 @@ class Builder:
             fan_value = self.g.entities[fan_end].name
         else:
             key, template, kind = ASK_ATTR[self.g.entities[end].kind]
-            self.read(end, surface, key, steps)
+            _, last = self.read(end, surface, key, plan, last)
             ask = template.format(d=self.describe(start, rels))
             self.shape = [*rels, key]
             value, aliases, fan_value = self.attr(end, key), [], self.attr(fan_end, key, True)
-        steps.append(answer(value))
-        return self._made("chain", ask, steps, kind, value, aliases, fan_value, path, fan_path)
+        plan.answer(value, last)
+        return self._made("chain", ask, plan, kind, value, aliases, fan_value, path, fan_path)
 
     def compare(self, start: int, n: int, rng: random.Random) -> Draft | None:
         kind = self.g.entities[start].kind
@@ -254,11 +221,12 @@ class Builder:
             return None
         win = ends[values.index(min(values) if smaller else max(values))]
         fan_win = fan_ends[fan_values.index(min(fan_values) if smaller else max(fan_values))]
-        steps: list[PlanStep] = []
+        plan = Plan()
+        reads = []
         for s in pair:
-            surface = self.trail(s, rels, steps)
-            self.read(self.follow(s, rels)[-1], surface, key, steps)
-        steps.append(answer(self.g.entities[win].name))
+            surface, last = self.trail(s, rels, plan)
+            reads.append(self.read(self.follow(s, rels)[-1], surface, key, plan, last)[1])
+        plan.answer(self.g.entities[win].name, *reads)
         a, b = (self.describe(s, rels) for s in pair)
         instruction = f"{ask}: {a}, or {b}? Give the name."
         e = self.g.entities[win]
@@ -266,7 +234,7 @@ class Builder:
         fans = [self.follow(s, rels, fan=True) for s in pair]
         fan_name = self.g.entities[fan_win].name
         return self._made(
-            "compare", instruction, steps, "name", e.name, e.aliases, fan_name, *paths, *fans
+            "compare", instruction, plan, "name", e.name, e.aliases, fan_name, *paths, *fans
         )
 
     def count(self, start: int, n: int, rng: random.Random) -> Draft | None:
@@ -282,20 +250,19 @@ class Builder:
         self.shape = [*rels, "roster"]
         fan_years = [y for _, y in self.g.facts(fan_path[-1], True).roster]
         fan_value = str(sum(1 for y in fan_years if y < year))
-        steps: list[PlanStep] = []
-        surface = self.trail(start, rels, steps)
+        plan = Plan()
+        surface, last = self.trail(start, rels, plan)
         pos = self.c.reliable[path[-1]]
         doc = self.c.docs[pos]
-        first, last = (self.c.page_of(pos, doc.facts[f][0]) for f in ("roster", "roster_end"))
-        steps.append(search(surface))
-        self.wanted.append(doc.doc_id)
-        steps += [open_(doc.doc_id, p) for p in range(first, last + 1)]
-        steps.append(answer(str(k)))
+        first, last_page = (self.c.page_of(pos, doc.facts[f][0]) for f in ("roster", "roster_end"))
+        found = plan.search(surface, doc.doc_id, last)
+        reads = [plan.open(doc.doc_id, p, found) for p in range(first, last_page + 1)]
+        plan.answer(str(k), *reads)
         instruction = (
             f"How many of the members listed in the encyclopedia article on "
             f"{self.describe(start, rels)} were born before {year}?"
         )
-        return self._made("count", instruction, steps, "number", str(k), [], fan_value, path)
+        return self._made("count", instruction, plan, "number", str(k), [], fan_value, path)
 
     def as_of(self, start: int, n: int, rng: random.Random) -> Draft | None:
         rels = self.walk(start, n, rng, end="org") if n else []
@@ -311,16 +278,15 @@ class Builder:
         self.shape = [*rels, "directors"]
         fan_terms = self.g.facts(fan_path[-1], True).directors
         fan_who = next((p for p, x, y in fan_terms if x < year < y), None)
-        steps: list[PlanStep] = []
-        surface = self.trail(start, rels, steps)
+        plan = Plan()
+        surface, last = self.trail(start, rels, plan)
         doc = self.c.docs[self.c.reliable[path[-1]]]
-        steps += [search(surface), find(doc.doc_id, DIRECTOR)]
-        self.wanted.append(doc.doc_id)
+        found = plan.search(surface, doc.doc_id, last)
         e = self.g.entities[who]
-        steps.append(answer(e.name))
+        plan.answer(e.name, plan.find(doc.doc_id, DIRECTOR, found))
         instruction = f"In {year}, who was the director of {self.describe(start, rels)}?"
         fan_name = self.g.entities[fan_who].name if fan_who is not None else "unknown"
-        return self._made("as_of", instruction, steps, "name", e.name, e.aliases, fan_name, path)
+        return self._made("as_of", instruction, plan, "name", e.name, e.aliases, fan_name, path)
 
     # -- checks ---------------------------------------------------------------------------
 
@@ -328,7 +294,7 @@ class Builder:
         self,
         kind: str,
         instruction: str,
-        steps: list[PlanStep],
+        plan: Plan,
         answer_type: AnswerType,
         value: str,
         aliases: list[str],
@@ -340,42 +306,20 @@ class Builder:
         touched = any(self.g.entities[e].fan for p in paths for e in p)
         if touched and _key(fan_value) == _key(value):
             return None
-        hops = sum(1 for s in steps if s.tool == "search")
+        hops = sum(1 for s in plan.steps if s.tool == "search")
         knobs = {"hops": hops, "distractors": self.distractors(*paths), "unreliable": touched}
         instruction = f"{instruction} Use the tools to research it; commit one answer."
         return Draft(
             kind,
             instruction,
-            steps,
+            plan,
             answer_type,
             value,
             list(aliases),
             fan_value if touched else None,
             {k: int(v) for k, v in knobs.items()},
-            list(self.wanted),
             list(self.shape),
         )
-
-    def _gives_away(self, d: Draft) -> bool:
-        """Whether the question states its own answer."""
-        text = f" {normalise(d.instruction)} "
-        if d.answer_type == "name":
-            return any(f" {normalise(v)} " in text for v in [d.answer, *d.aliases])
-        return d.answer in re.findall(r"\d+", d.instruction)
-
-    def replayable(self, d: Draft) -> list[PlanStep] | None:
-        """The plan with each search asking for enough results to show the document it is
-        for, or None when a gold search cannot find it."""
-        out, wanted = list(d.plan), iter(d.wanted)
-        for i, step in enumerate(d.plan):
-            if step.tool != "search":
-                continue
-            want = self.c.by_id[next(wanted)]
-            found = self.c.index.search(str(step.arguments["query"]), 20)
-            if want not in found:
-                return None
-            out[i] = search(str(step.arguments["query"]), max(K, found.index(want) + 1))
-        return out
 
 
 def _key(value: str) -> str | int:

@@ -54,7 +54,13 @@ TOOLS: dict[str, tuple[str, dict[str, ParamSpec]]] = {
 }
 
 
-def schemas(fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
+def schemas(
+    fmt: Literal["openai", "mcp"] = "openai", library: str = "encyclopedia"
+) -> list[dict[str, Any]]:
+    """The tools' schemas; ``library`` names what ``search`` searches."""
+    described = dict(TOOLS)
+    text, params = TOOLS["search"]
+    described["search"] = (text.replace("the encyclopedia", f"the {library}"), params)
     return tool_schemas(
-        TOOLS, fmt, lambda name: {"readOnlyHint": name != "answer", "destructiveHint": False}
+        described, fmt, lambda name: {"readOnlyHint": name != "answer", "destructiveHint": False}
     )

@@ -97,6 +97,11 @@ class HiddenTask(BaseModel):
         default_factory=list, description="rows as the task's start has them (a broken world)"
     )
     knobs: dict[str, int] = Field(description="width, indirection, distractors, max level")
+    needs: list[list[int]] = Field(
+        default_factory=list,
+        description="per gold step, the earlier steps whose results its arguments come from "
+        "(a search for a name an opened page gave); empty when the world records none",
+    )
     fingerprint: str = Field(description="hash of what the task asks for (target and answers)")
 
 
