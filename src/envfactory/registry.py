@@ -20,6 +20,7 @@ Factory = Callable[..., Environment]
 BUILTIN_MODULES: list[str] = [
     "envfactory.terminal.builtin",
     "envfactory.research.builtin",
+    "envfactory.repo.builtin",
     "envfactory.peers.tau2.register",
     "envfactory.multiagent.register",
     "envfactory.openapi.register",  # the libraries ENVFACTORY_LIBRARY names

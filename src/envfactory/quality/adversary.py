@@ -67,6 +67,9 @@ def exploit_policies(env: Environment) -> list[Policy]:
         out.append(MassWrites(writes))
     if "run_command" in tools:
         out += [TerminalTrick(t) for t in TRICKS]
+    extra = getattr(env, "exploit_policies", None)  # a kind's own attacks (repository worlds)
+    if callable(extra):
+        out += extra()
     return out
 
 

@@ -264,6 +264,7 @@ def write_file(root: Path, raw: str, data: bytes, owner: tuple[int, int] | None)
     try:
         dirfd = _walk(root, parts, True, owner)
         try:
+            _unshare(dirfd, parts[-1])
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
             fd = os.open(parts[-1], flags | os.O_CLOEXEC, 0o644, dir_fd=dirfd)
         finally:
@@ -279,6 +280,19 @@ def write_file(root: Path, raw: str, data: bytes, owner: tuple[int, int] | None)
     except OSError as exc:
         raise _failure(exc, shown) from None
     return shown
+
+
+def _unshare(dirfd: int, name: str) -> None:
+    """Unlink ``name`` when it is a hard link (a file shared with a pristine tree, as repository
+    worlds lay them out), so that writing it never changes the other copies; its mode stays."""
+    try:
+        st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        os.unlink(name, dir_fd=dirfd)
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dirfd))
+        os.chmod(name, stat.S_IMODE(st.st_mode) | 0o200, dir_fd=dirfd)
 
 
 def files_under(tree: Tree, prefix: str) -> Iterator[tuple[str, Entry]]:

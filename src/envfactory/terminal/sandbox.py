@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,11 @@ ENV = {
     "GIT_AUTHOR_DATE": "2024-06-01T12:00:00+0000",
     "GIT_COMMITTER_DATE": "2024-06-01T12:00:00+0000",
 }
+
+
+Bind = tuple[Path, str]
+"""A read-only mount: a host path and where the sandbox sees it (binds below /work cover
+paths of the working directory)."""
 
 
 class SandboxUnavailable(EnvFactoryError):
@@ -224,7 +230,16 @@ class Runtime:
         args += ["--ro-bind", str(self.etc), "/etc"]
         return [*args, "--proc", "/proc", "--dev", "/dev"]
 
-    def argv(self, workdir: Path, command: str, limits: Limits, status_fd: int) -> list[str]:
+    def argv(
+        self,
+        workdir: Path,
+        command: str,
+        limits: Limits,
+        status_fd: int,
+        binds: Sequence[Bind] = (),
+    ) -> list[str]:
+        # Read-only binds over /work (a pristine test tree) or elsewhere (a test runner).
+        extra = [a for host, inside in binds for a in ("--ro-bind", str(host), inside)]
         return [
             *self.base_args,
             # Every writable place is capped: /tmp and /dev/shm are small tmpfs mounts, the
@@ -242,6 +257,7 @@ class Runtime:
             "--bind",
             str(workdir),
             HOME,
+            *extra,
             "--remount-ro",
             "/",
             "--chdir",
@@ -262,10 +278,18 @@ class Runtime:
             command,
         ]
 
-    def run(self, workdir: Path, command: str, limits: Limits) -> RunResult:
-        """Run ``command`` with ``/bin/sh -c`` in a new sandbox over ``workdir``."""
+    def run(
+        self,
+        workdir: Path,
+        command: str,
+        limits: Limits,
+        binds: Sequence[Bind] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
+        """Run ``command`` with ``/bin/sh -c`` in a new sandbox over ``workdir``; ``binds``
+        add read-only mounts, ``env`` adds to (or replaces) the sandbox's variables."""
         status_r, status_w = os.pipe()
-        argv = self.argv(workdir, command, limits, status_w)
+        argv = self.argv(workdir, command, limits, status_w, binds)
         if self.is_root:
             # setpriv drops to the sandbox uid; Python's own setuid would force a full fork.
             argv = [
@@ -284,7 +308,7 @@ class Runtime:
                 stderr=subprocess.STDOUT,
                 pass_fds=(status_w,),
                 start_new_session=True,
-                env=ENV,
+                env={**ENV, **(env or {})},
             )
         except OSError as exc:
             os.close(status_r)
@@ -410,8 +434,16 @@ def unavailable_reason() -> str | None:
 class Sandbox:
     """A fresh working directory and the commands run over it; ``close`` removes it."""
 
-    def __init__(self, limits: Limits | None = None, root: Path | None = None) -> None:
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        root: Path | None = None,
+        binds: Sequence[Bind] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.limits = limits or Limits()
+        self.binds = tuple(binds)
+        self.env = dict(env or {})
         self.runtime = runtime(root)
         self.path = self.runtime.new_workdir()
         self._finalizer = weakref.finalize(self, _remove, str(self.path))
@@ -424,7 +456,7 @@ class Sandbox:
     def run(self, command: str, limits: Limits | None = None) -> RunResult:
         if not self._finalizer.alive:
             raise SandboxError("the sandbox is closed")
-        return self.runtime.run(self.path, command, limits or self.limits)
+        return self.runtime.run(self.path, command, limits or self.limits, self.binds, self.env)
 
     def usage(self) -> int:
         """Bytes the working directory holds."""
