@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from envfactory.registry import register
 from envfactory.research.environment import ResearchEnvironment
+from envfactory.research.pydocs.world import PyDocsEnvironment
 
 
 def _wiki(seed: int = 0, scale: float = 1.0) -> ResearchEnvironment:
@@ -11,3 +12,10 @@ def _wiki(seed: int = 0, scale: float = 1.0) -> ResearchEnvironment:
 
 
 register("research-wiki", _wiki, overwrite=True)
+
+
+def _pydocs(seed: int = 0, scale: float = 1.0) -> PyDocsEnvironment:
+    return PyDocsEnvironment("research-pydocs", seed=seed)
+
+
+register("research-pydocs", _pydocs, overwrite=True)

@@ -40,6 +40,7 @@ class _Cell:
     slot: int = 0
     tasks: list[Task] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
+    spent: bool = False  # every candidate looked at
 
 
 def held_out(env_id: str, keys: Sequence[tuple[str, str]]) -> bool | None:
@@ -61,6 +62,7 @@ class ResearchWorld(Environment):
     persona = "You are a careful research assistant."
     rules: ClassVar[list[str]] = []
     library_noun = "encyclopedia"  # what the search tool says it searches
+    max_tasks: int | None = None  # the most tasks a cell holds (None: no bound)
 
     def __init__(self, env_id: str, name: str, seed: int = 0) -> None:
         self.id = env_id
@@ -128,11 +130,20 @@ class ResearchWorld(Environment):
     def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
         if difficulty not in DIFFICULTIES:
             raise SynthesisError(f"{self.id} has difficulties {DIFFICULTIES}, not {difficulty}")
+        if self.max_tasks is not None and index >= self.max_tasks:
+            raise SynthesisError(f"{self.id} has at most {self.max_tasks} tasks a cell")
+        cell = self._filled(split, difficulty, index)
+        if index >= len(cell.tasks):
+            raise SynthesisError(f"{self.id} has no more {split} tasks at difficulty {difficulty}")
+        return cell.tasks[index]
+
+    def _filled(self, split: Split, difficulty: int, index: int) -> _Cell:
+        """The cell, with tasks up to ``index`` made (fewer when its candidates run out)."""
         with self._lock:
             cell = self._cells.setdefault((split, difficulty), _Cell())
-            while len(cell.tasks) <= index:
+            while len(cell.tasks) <= index and not cell.spent:
                 self._advance(cell, split, difficulty)
-            return cell.tasks[index]
+            return cell
 
     def _order(self, difficulty: int) -> list[int]:
         order = self._orders.get(difficulty)
@@ -164,7 +175,7 @@ class ResearchWorld(Environment):
             index = len(cell.tasks)
             cell.tasks.append(self._task(draft, plan, split, difficulty, index, fingerprint))
             return
-        raise SynthesisError(f"{self.id} has no more {split} tasks at difficulty {difficulty}")
+        cell.spent = True
 
     def _task(
         self, d: Draft, plan: list[PlanStep], split: Split, difficulty: int, index: int, fp: str

@@ -1,0 +1,1 @@
+"""research-pydocs: questions about the running interpreter's standard library."""
