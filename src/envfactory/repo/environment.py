@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import random
-import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -111,7 +110,11 @@ class RepoEnvironment(Environment):
     @cached_property
     def catalog(self) -> dict[Split, list[tuple[Project, Mutation]]]:
         """Every candidate whose line some passing test runs, by the split of its file."""
-        out: dict[Split, list[tuple[Project, Mutation]]] = {"train": [], "validation": [], "test": []}
+        out: dict[Split, list[tuple[Project, Mutation]]] = {
+            "train": [],
+            "validation": [],
+            "test": [],
+        }
         for p in self.projects:
             base = baseline(p)
             root = projects.tree_path(p)
@@ -147,7 +150,9 @@ class RepoEnvironment(Environment):
                 cell = self._cell(split, difficulty)
                 while len(cell.kept) <= index:
                     if cell.pos >= min(len(cell.order), MAX_SCAN * (index + 1)):
-                        raise SynthesisError(f"no {split} task {index} at {self.id} level {difficulty}")
+                        raise SynthesisError(
+                            f"no {split} task {index} at {self.id} level {difficulty}"
+                        )
                     self._scan(cell, split, difficulty)
                 self._tasks[key] = self._make(split, difficulty, index, cell.kept[index],
                                               cell.verdicts[index])  # fmt: skip
@@ -220,7 +225,7 @@ class RepoEnvironment(Environment):
                 break
             picks = rng.sample(pool, min(len(pool), 4))
             for (q, m), v in zip(picks, verify(p, [[m] for _, m in picks]), strict=True):
-                clash = any(m.qualname == c.qualname or m.file == c.file and difficulty == 5
+                clash = any(m.qualname == c.qualname or (m.file == c.file and difficulty == 5)
                             for _, c in chosen)  # fmt: skip
                 if v["ok"] and not clash and len(chosen) < want:
                     chosen.append((q, m))
@@ -459,7 +464,9 @@ _OPENERS = [
 ]
 
 
-def _instruction(p: Project, bugs: list[Bug], difficulty: int, rng: random.Random) -> tuple[str, list[str]]:
+def _instruction(
+    p: Project, bugs: list[Bug], difficulty: int, rng: random.Random
+) -> tuple[str, list[str]]:
     if difficulty == STARTER:
         b = bugs[0]
         return (

@@ -36,10 +36,43 @@ if TYPE_CHECKING:
 
 MAX_SOURCE = 4 << 20
 FORBIDDEN = frozenset(
-    "sys os _exit exit quit pytest _pytest unittest builtins __builtins__ __import__ "
-    "importlib exec eval compile globals setattr delattr atexit signal gc inspect "
-    "subprocess ctypes settrace setprofile SkipTest skip xfail __code__ __globals__ "
-    "open __loader__ __spec__ modules".split()
+    [
+        "sys",
+        "os",
+        "_exit",
+        "exit",
+        "quit",
+        "pytest",
+        "_pytest",
+        "unittest",
+        "builtins",
+        "__builtins__",
+        "__import__",
+        "importlib",
+        "exec",
+        "eval",
+        "compile",
+        "globals",
+        "setattr",
+        "delattr",
+        "atexit",
+        "signal",
+        "gc",
+        "inspect",
+        "subprocess",
+        "ctypes",
+        "settrace",
+        "setprofile",
+        "SkipTest",
+        "skip",
+        "xfail",
+        "__code__",
+        "__globals__",
+        "open",
+        "__loader__",
+        "__spec__",
+        "modules",
+    ]
 )
 
 
@@ -125,7 +158,9 @@ class RepoEpisode(TerminalEpisode):
             found = text.count(args["old"]) if args["old"] else 0
             if found != 1:
                 why = "does not occur" if found == 0 else f"occurs {found} times"
-                raise ToolFailure("invalid_arguments", f"`old` {why} in {args['path']}", "old")
+                raise ToolFailure(
+                    "invalid_arguments", f"`old` {why} in {args['path']}", field="old"
+                )
             new = text.replace(args["old"], args["new"])
             wrote = fs.write_file(self.sandbox.path, args["path"], new.encode(), self.sandbox.owner)
             obs = Observation(kind="tool_result", content=f"edited {wrote}", data={"path": wrote})

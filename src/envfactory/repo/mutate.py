@@ -115,7 +115,7 @@ class _Finder(ast.NodeVisitor):
 
     def add(self, node: ast.AST, op: str, a: int, b: int, new: str, **default: Any) -> None:
         outer = self._outer()
-        if outer is None or self.stmt is None or "\n" in self.text(a, b) and op != "remove_call":
+        if outer is None or self.stmt is None or ("\n" in self.text(a, b) and op != "remove_call"):
             return
         self.out.append(
             Mutation(
@@ -152,7 +152,7 @@ class _Finder(ast.NodeVisitor):
             self.visit(stmt)
         self.scope.pop()
 
-    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
+    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _defaults(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         body = [s for s in node.body if not (isinstance(s, ast.Expr) and _is_str(s.value))]
@@ -163,7 +163,9 @@ class _Finder(ast.NodeVisitor):
         positional = args.posonlyargs + args.args
         pos = [(positional[len(positional) - len(args.defaults) + i].arg, d, i, "index")
                for i, d in enumerate(args.defaults)]  # fmt: skip
-        kw = [(a.arg, d, a.arg, "kw") for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+        kw = [
+            (a.arg, d, a.arg, "kw") for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+        ]
         for _name, d, where, kind in pos + kw:
             if not isinstance(d, ast.Constant) or d.value is None:
                 continue
@@ -318,4 +320,3 @@ def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
                     if v is old:
                         value[i] = new
                         return
-

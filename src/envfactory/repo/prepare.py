@@ -22,7 +22,7 @@ BASELINE_VERSION = 1
 def prepare(p: Project, force: bool = False) -> dict[str, object]:
     out = projects.baseline_path(p)
     if out.is_file() and not force:
-        return json.loads(out.read_text())
+        return dict(json.loads(out.read_text()))
     projects.unpack(p)
     s = store(p)
     tests = [t for t in p.tests]
@@ -30,7 +30,7 @@ def prepare(p: Project, force: bool = False) -> dict[str, object]:
     _, traced = drive(s, {}, {"mode": "trace", "files": files, "files_to_collect": tests})
     assert isinstance(traced, dict)
     passed = sorted(t for t, v in traced.items() if v["outcome"][0] == "passed")
-    line, found = drive(
+    line, _found = drive(
         s, {}, {"mode": "run", "select": passed, "files_to_collect": test_files(passed)}
     )
     again = json.loads(line)

@@ -115,7 +115,9 @@ def _linked_roots(files: list[str], sources: set[str]) -> list[str]:
     return out
 
 
-def layout(s: Store, workdir: Path, sources: dict[str, bytes], owner: tuple[int, int] | None) -> None:
+def layout(
+    s: Store, workdir: Path, sources: dict[str, bytes], owner: tuple[int, int] | None
+) -> None:
     """Lay the project out in ``workdir``: links to the store, the source files copied (from
     ``sources`` where given, else pristine). Source files ``sources`` maps to None... are
     left out."""

@@ -15,7 +15,9 @@ TOOLS: dict[str, tuple[str, dict[str, ParamSpec]]] = {
         "exactly once in the file (include enough surrounding text to make it unique, with "
         "its indentation); it becomes `new`.",
         {
-            "path": ParamSpec(description="a path relative to /work (or under it)", max_length=1000),
+            "path": ParamSpec(
+                description="a path relative to /work (or under it)", max_length=1000
+            ),
             "old": ParamSpec(description="the exact text to replace", max_length=50_000),
             "new": ParamSpec(description="the text to put in its place", max_length=50_000),
         },

@@ -1,0 +1,98 @@
+"""What repository worlds cost, and how many verified tasks they hold.
+
+``bench_repo`` measures, on tasks of one repository world (verified beforehand, so their
+verdicts are cached and not timed): the reset (a project tree laid out by hard links, the
+bugged source copied), one step (``ls`` in the sandbox) and the verdict after the gold fix
+(a real run of the pristine tests against the agent's source), as medians. With
+``sample`` > 0 it also verifies that many candidate mutations drawn at random from every
+split (fresh verdicts are runs; cached ones are reused) and reports the supply as candidates
+times the kept share, with a 95% Wilson interval.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from statistics import median
+
+from pydantic import BaseModel
+
+from envfactory.episode.types import ToolCall
+from envfactory.registry import make
+from envfactory.repo.environment import RepoEnvironment, RepoHidden
+
+
+class RepoBench(BaseModel):
+    env: str
+    tasks: int
+    reset_ms_p50: float
+    step_ms_p50: float
+    verdict_ms_p50: float
+    candidates: int
+    sampled: int
+    kept: int
+    kept_share: float
+    kept_share_ci95: tuple[float, float]
+    verified_supply_estimate: int
+    verified_supply_ci95: tuple[int, int]
+    verify_ms_per_candidate: float
+
+
+def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return round(max(0.0, mid - half), 4), round(min(1.0, mid + half), 4)
+
+
+def bench_repo(
+    env_id: str = "repo-python", tasks: int = 10, sample: int = 0, seed: int = 0
+) -> RepoBench:
+    """Reset, step and verdict medians over ``tasks`` difficulty-1 train tasks; the verified
+    supply from ``sample`` random candidates (0: not measured)."""
+    env = make(env_id)
+    assert isinstance(env, RepoEnvironment)
+    drawn = [env.task("train", 1, i) for i in range(tasks)]
+    resets, steps, verdicts = [], [], []
+    episode = env.episode()
+    for task in drawn:
+        assert isinstance(task.hidden, RepoHidden)
+        t = time.perf_counter()
+        episode.reset(task)
+        resets.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        episode.step(ToolCall(tool="run_command", arguments={"command": "ls"}))
+        steps.append(time.perf_counter() - t)
+        for b in task.hidden.bugs:
+            edit = {"path": b.file, "old": b.old, "new": b.new + "\n"}  # not the pristine text
+            episode.step(ToolCall(tool="edit_file", arguments=edit))
+        env.run_cache.clear()
+        t = time.perf_counter()
+        episode.evaluate()
+        verdicts.append(time.perf_counter() - t)
+    episode.close()
+    candidates = sum(env.supply().values())
+    kept = n = 0
+    t = time.perf_counter()
+    for _, verdict in env.sample_verdicts(sample, seed=seed):
+        n += 1
+        kept += bool(verdict.get("ok"))
+    per = (time.perf_counter() - t) / n if n else 0.0
+    lo, hi = _wilson(kept, n)
+    return RepoBench(
+        env=env_id,
+        tasks=len(drawn),
+        reset_ms_p50=round(median(resets) * 1000, 2),
+        step_ms_p50=round(median(steps) * 1000, 2),
+        verdict_ms_p50=round(median(verdicts) * 1000, 2),
+        candidates=candidates,
+        sampled=n,
+        kept=kept,
+        kept_share=round(kept / n, 4) if n else 0.0,
+        kept_share_ci95=(lo, hi),
+        verified_supply_estimate=round(candidates * kept / n) if n else 0,
+        verified_supply_ci95=(round(candidates * lo), round(candidates * hi)),
+        verify_ms_per_candidate=round(per * 1000, 1),
+    )
