@@ -12,9 +12,9 @@ import subprocess
 import sys
 from collections import Counter
 from itertools import pairwise
-from typing import Any
 
 import pytest
+from research_support import commit, hidden
 
 import envfactory
 from envfactory.bench.research import bench_research
@@ -23,7 +23,6 @@ from envfactory.episode.types import ToolCall
 from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, RandomPolicy
 from envfactory.quality.check import check
 from envfactory.research import answers
-from envfactory.research.hidden import ResearchHidden
 from envfactory.research.pydocs.world import PyDocsEnvironment
 from envfactory.research.world import DIFFICULTIES
 from envfactory.tasks.types import SPLITS, Task
@@ -45,18 +44,6 @@ def env() -> PyDocsEnvironment:
 @pytest.fixture(scope="module")
 def tasks(env: PyDocsEnvironment) -> list[Task]:
     return [env.task(s, d, i) for s in SPLITS for d in DIFFICULTIES for i in range(PER_CELL)]
-
-
-def hidden(task: Task) -> ResearchHidden:
-    assert isinstance(task.hidden, ResearchHidden)
-    return task.hidden
-
-
-def commit(env: PyDocsEnvironment, task: Task, value: Any) -> float:
-    episode = env.episode()
-    episode.reset(task)
-    episode.step(ToolCall(tool="answer", arguments={"value": value}))
-    return episode.evaluate().reward or 0.0
 
 
 def test_oracle_solves_every_level_and_split(env: PyDocsEnvironment, tasks: list[Task]) -> None:

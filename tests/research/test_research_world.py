@@ -9,6 +9,7 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
+from research_support import commit, hidden
 
 import envfactory
 from envfactory.episode.runner import run_episode
@@ -20,7 +21,6 @@ from envfactory.research import answers
 from envfactory.research.corpus import Corpus
 from envfactory.research.environment import DIFFICULTIES, ResearchEnvironment
 from envfactory.research.episode import ResearchEpisode
-from envfactory.research.hidden import ResearchHidden
 from envfactory.research.index import SearchIndex
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import TaskRef
@@ -38,22 +38,6 @@ def env() -> ResearchEnvironment:
 @pytest.fixture(scope="module")
 def tasks(env: ResearchEnvironment) -> list[Task]:
     return [env.task(s, d, i) for s in SPLITS for d in DIFFICULTIES for i in range(PER_CELL)]
-
-
-def hidden(task: Task) -> ResearchHidden:
-    assert isinstance(task.hidden, ResearchHidden)
-    return task.hidden
-
-
-def commit(env: ResearchEnvironment, task: Task, *values: Any) -> float:
-    """Answer ``values`` in turn with the answer tool; the reward."""
-    episode = env.episode()
-    episode.reset(task)
-    for value in values:
-        episode.step(ToolCall(tool="answer", arguments={"value": value}))
-    verdict = episode.evaluate()
-    assert verdict.reward is not None
-    return verdict.reward
 
 
 def test_oracle_solves_every_level_and_split(env: ResearchEnvironment, tasks: list[Task]) -> None:

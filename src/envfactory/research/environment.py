@@ -27,6 +27,7 @@ class ResearchEnvironment(ResearchWorld):
 
     persona = PERSONA
     rules: ClassVar[list[str]] = RULES
+    levels = LEVELS
 
     def __init__(
         self,
@@ -79,9 +80,6 @@ class ResearchEnvironment(ResearchWorld):
             f"Multi-hop questions over a generated encyclopedia of {self.size:,} documents "
             "(search, open, find, answer)."
         )
-
-    def goal_templates(self) -> int:
-        return 1 + len({k for level in LEVELS.values() for k, _ in level})
 
     def documents(self) -> int:
         return self.size

@@ -103,8 +103,11 @@ class ResearchWorld(Environment):
         """Whether a draft may become a task of ``difficulty`` (a world's extra demands)."""
         return True
 
+    levels: ClassVar[dict[int, list[tuple[str, int]]]] = {}  # level -> (question kind, hops)
+
     def goal_templates(self) -> int:
-        return 1
+        """The lead question and each other kind of question."""
+        return 1 + len({k for level in self.levels.values() for k, _ in level})
 
     def documents(self) -> int:
         """How many documents the corpus holds (for ``envfactory envs``)."""

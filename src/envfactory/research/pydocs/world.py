@@ -36,6 +36,7 @@ class PyDocsEnvironment(ResearchWorld):
 
     persona = "You are a careful research assistant with the Python standard library's docs."
     rules: ClassVar[list[str]] = RULES
+    levels = LEVELS
     library_noun = "documentation"
 
     def __init__(
@@ -87,9 +88,6 @@ class PyDocsEnvironment(ResearchWorld):
             f"Questions about Python {self.corpus.version}'s standard library, answered from "
             "documentation rendered with inspect (search, open, find, answer)."
         )
-
-    def goal_templates(self) -> int:
-        return 1 + len({k for level in LEVELS.values() for k, _ in level})
 
     def initial_hash(self) -> str:
         return f"{self.id}/python{self.corpus.version}"
