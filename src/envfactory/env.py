@@ -70,6 +70,14 @@ class Environment(ABC):
         """The structure of a task's gold plan, for diversity counts: its tool sequence."""
         return tuple(step.tool for step in task.hidden.gold_plan)
 
+    def plan_tools(self, task: Task) -> list[str]:
+        """The actions of a task's gold plan that the audit's tool coverage counts."""
+        return [step.tool for step in task.hidden.gold_plan]
+
+    def coverage_tools(self) -> list[str]:
+        """The actions tool coverage is measured over: the tools (a web world: its forms)."""
+        return [str(t["name"]) for t in self.tools("mcp")]
+
     def capacity(self, split: Split, difficulty: int) -> int | None:
         """How many distinct tasks a (split, difficulty) cell holds, when finite and known."""
         return None

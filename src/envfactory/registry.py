@@ -24,6 +24,7 @@ BUILTIN_MODULES: list[str] = [
     "envfactory.peers.tau2.register",
     "envfactory.multiagent.register",
     "envfactory.openapi.register",  # the libraries ENVFACTORY_LIBRARY names
+    "envfactory.web.builtin",  # web-<domain>: every built-in database domain as a website
 ]
 
 _FACTORIES: dict[str, Factory] = {}

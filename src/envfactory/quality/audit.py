@@ -167,7 +167,7 @@ def audit(
             continue
         tasks.append(task)
         steps[d].append(len(task.hidden.gold_plan))
-        tool_uses.update(s.tool for s in task.hidden.gold_plan)
+        tool_uses.update(env.plan_tools(task))
         episode = env.episode()
         for name, runs in policies.items():
             for policy in runs:
@@ -185,7 +185,7 @@ def audit(
     cycle = [(i, difficulties[i % len(difficulties)]) for i in range(k)]
     spread = [env.task("train", d, i) for i, d in cycle if i < room[d]]
     for t in top_tasks:
-        tool_uses.update(s.tool for s in t.hidden.gold_plan)
+        tool_uses.update(env.plan_tools(t))
     if progress:
         progress(1)
     curves = {
@@ -199,7 +199,7 @@ def audit(
     problems += why
     deterministic, why = _deterministic(env, cells[:: max(1, len(cells) // 20)])
     problems += why
-    names = [t["name"] for t in env.tools("mcp")]
+    names = env.coverage_tools()
     coverage = sum(1 for t in names if tool_uses[t]) / len(names) if names else 0.0
     report = AuditReport(
         env=env.id,

@@ -1,0 +1,292 @@
+"""The episode of a web world: a real headless browser on the world's website.
+
+The database, the tools behind the forms, the user simulator and the verdict are those of the
+domain's own episode (``inner``); the agent reaches them only through the browser.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from envfactory.episode.base import EpisodeConfig, ToolEpisode, error_observation, unknown_tool
+from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.errors import EpisodeError
+from envfactory.tasks.types import Task
+from envfactory.tools.params import validate
+from envfactory.tools.result import ToolError, ToolFailure
+from envfactory.verify.verdict import Verdict
+from envfactory.web import browser
+from envfactory.web.actions import ACTIONS, BID_PATTERN, key_names
+from envfactory.web.site import Session, site
+from envfactory.world.state import RowChange
+
+if TYPE_CHECKING:
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.remote.webelement import WebElement
+
+    from envfactory.web.environment import WebEnvironment
+
+MAX_STEPS = 300  # browser actions: a gold plan takes about four per tool call
+
+SET_VALUE_JS = """
+const el = arguments[0];
+el.focus(); el.value = arguments[1];
+el.dispatchEvent(new Event('input', {bubbles: true}));
+el.dispatchEvent(new Event('change', {bubbles: true}));
+"""
+
+
+class WebEpisode(ToolEpisode):
+    """One live episode: its own database state, site session and browser tab."""
+
+    def __init__(
+        self, env: WebEnvironment, config: EpisodeConfig | None = None, screenshot: bool = False
+    ) -> None:
+        self.env = env
+        self.config = config or EpisodeConfig(max_steps=MAX_STEPS)
+        self.inner = env.domain.episode(self.config)
+        self.screenshot = screenshot
+        self.driver: WebDriver | None = None
+        self.session: Session | None = None
+        self.doc: Any = None  # the mark of the page last observed
+        self.task: Task | None = None
+        self.steps = 0
+        self.done = False
+        self.status = "truncated"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def reset(self, task: Task) -> Observation:
+        """The task's initial database (a snapshot) and a fresh browser tab on the site."""
+        if task.public.env_id != self.env.id:
+            raise EpisodeError(f"task {task.task_id} belongs to {task.public.env_id}")
+        self.inner.reset(self.env.domain_task(task))
+        home = site()
+        if self.session is not None:
+            home.close(self.session)
+        self.session = home.open(self.inner, self.env.clutter_of(task))
+        if self.driver is None:
+            self.driver = browser.POOL.acquire()
+        browser.fresh_tab(self.driver, home.base(self.session))
+        self.doc = None
+        self.task = task
+        self.steps = 0
+        self.done, self.status = False, "truncated"
+        page = self._page(None)
+        return Observation(
+            kind="task",
+            content=f"{task.public.instruction}\n\n{page.content}",
+            data={**task.public.model_dump(), "page": page.data},
+        )
+
+    def close(self) -> None:
+        if self.session is not None:
+            site().close(self.session)
+            self.session = None
+        if self.driver is not None:
+            browser.POOL.release(self.driver)
+            self.driver = None
+        self.inner.close()
+
+    # -- acting ------------------------------------------------------------------------------
+
+    def _message(self, msg: Message) -> Observation:
+        obs = self.inner._message(msg)
+        self._sync()
+        return obs
+
+    def _call(self, call: ToolCall) -> Observation:
+        spec = ACTIONS.get(call.tool)
+        if spec is None:
+            return error_observation(unknown_tool(call.tool, ACTIONS))
+        arguments = _as_text(call.tool, call.arguments)
+        try:
+            args = validate(call.tool, spec[1], arguments)
+        except ToolFailure as exc:
+            err = ToolError(code=exc.code, message=exc.message, tool=call.tool, field=exc.field)
+            return error_observation(err)
+        if call.tool == "send_msg_to_user":
+            return self._message(Message(content=args["text"], final=True))
+        assert self.session is not None and self.driver is not None
+        before = self.session.submissions
+        try:
+            getattr(self, f"_{call.tool}")(**{k: v for k, v in args.items() if v is not None})
+        except ToolFailure as exc:
+            err = ToolError(code=exc.code, message=exc.message, tool=call.tool, field=exc.field)
+            return error_observation(err)
+        except Exception as exc:  # the browser itself failed: not the agent's doing
+            return self._fault(exc)
+        self._sync()
+        sub = self.session.last if self.session.submissions > before else None
+        try:
+            return self._page(sub)
+        except Exception as exc:
+            return self._fault(exc)
+
+    def _fault(self, exc: Exception) -> Observation:
+        from selenium.common.exceptions import WebDriverException
+
+        if isinstance(exc, WebDriverException):
+            reason = _browser_problem(exc)
+            if reason is not None:  # the element refused the action: the agent's to fix
+                return error_observation(ToolError(code="precondition_failed", message=reason))
+        self.done, self.status = True, "infra_error"
+        if self.driver is not None:
+            browser.quit_quietly(self.driver)
+            self.driver = None
+        msg = f"the browser failed: {type(exc).__name__}"
+        return error_observation(ToolError(code="tool_failed", message=msg), done=True)
+
+    def _sync(self) -> None:
+        """The domain episode ended (a final reply, the user stopping, a tool's own fault)."""
+        if self.inner.done and not self.done:
+            self.done, self.status = True, self.inner.status
+
+    def _page(self, sub: Any) -> Observation:
+        assert self.driver is not None and self.session is not None
+        page = browser.observe(self.driver, self.doc)
+        self.doc = page.doc
+        base = site().base(self.session)
+        url = page.url.removeprefix(base) if page.url.startswith(base) else page.url
+        data: dict[str, Any] = {"url": url, "title": page.title, "page": page.text}
+        if sub is not None:
+            data["submitted"] = {"form": sub.tool, "ok": sub.error is None}
+        if self.screenshot:
+            data["screenshot"] = browser.screenshot(self.driver)
+        content = f"URL: {url or '(home)'}\nTitle: {page.title}\n{page.text}"
+        error = sub.error if sub is not None else None
+        return Observation(
+            kind="tool_result", content=content, data=data, error=error, done=self.done
+        )
+
+    # -- the browser actions -----------------------------------------------------------------
+
+    def _element(self, bid: str) -> WebElement:
+        from selenium.webdriver.common.by import By
+
+        assert self.driver is not None
+        if not BID_PATTERN.match(bid):
+            raise ToolFailure("not_found", f"there is no element [{bid[:60]}]", field="bid")
+        found = self.driver.find_elements(By.CSS_SELECTOR, f'[bid="{bid}"]')
+        if not found or not found[0].is_displayed():
+            raise ToolFailure("not_found", f"there is no element [{bid}] on this page", field="bid")
+        return found[0]
+
+    def _click(self, bid: str) -> None:
+        self._element(bid).click()
+
+    def _fill(self, bid: str, value: str) -> None:
+        el = self._element(bid)
+        if el.tag_name.lower() not in ("input", "textarea"):
+            raise ToolFailure("precondition_failed", f"[{bid}] is not a text field", field="bid")
+        assert self.driver is not None
+        self.driver.execute_script(SET_VALUE_JS, el, value)
+
+    def _select_option(self, bid: str, options: str) -> None:
+        from selenium.common.exceptions import NoSuchElementException
+        from selenium.webdriver.support.select import Select
+
+        el = self._element(bid)
+        if el.tag_name.lower() != "select":
+            raise ToolFailure(
+                "precondition_failed", f"[{bid}] is not a drop-down list", field="bid"
+            )
+        menu = Select(el)
+        try:
+            menu.select_by_visible_text(options)
+        except NoSuchElementException:
+            try:
+                menu.select_by_value(options)
+            except NoSuchElementException:
+                shown = ", ".join(repr(o.text) for o in menu.options)
+                why = f"[{bid}] has no option {options[:60]!r}; its options are {shown}"
+                raise ToolFailure("not_found", why, field="options") from None
+
+    def _press(self, bid: str, key_comb: str) -> None:
+        from selenium.webdriver.common.keys import Keys
+
+        names = key_names(key_comb)
+        if names is None:
+            why = f"unknown key in {key_comb!r}; use names such as Enter, Tab, Control+a"
+            raise ToolFailure("invalid_arguments", why, field="key_comb")
+        keys = [getattr(Keys, n) if len(n) > 1 else n for n in names]
+        self._element(bid).send_keys(*keys)  # modifiers are held to the end
+
+    def _scroll(self, delta_x: float, delta_y: float) -> None:
+        assert self.driver is not None
+        self.driver.execute_script("window.scrollBy(arguments[0], arguments[1])", delta_x, delta_y)
+
+    def _goto(self, url: str) -> None:
+        assert self.driver is not None and self.session is not None
+        base = site().base(self.session)
+        parts = urlsplit(url.strip())
+        if parts.scheme or parts.netloc:
+            target = url.strip()
+            if not target.startswith(base):
+                why = "only this website's pages can be opened"
+                raise ToolFailure("precondition_failed", why, field="url")
+        else:
+            target = urljoin(base, url.strip().lstrip("/"))
+            if not target.startswith(base):
+                raise ToolFailure(
+                    "precondition_failed", "only this website's pages can be opened", field="url"
+                )
+        self.driver.get(target)
+
+    def _go_back(self) -> None:
+        assert self.driver is not None
+        self.driver.back()
+
+    # -- judging -----------------------------------------------------------------------------
+
+    def changes(self) -> list[RowChange]:
+        return self.inner.changes()
+
+    def state_hash(self) -> str:
+        return self.inner.state_hash()
+
+    def evaluate(self) -> Verdict:
+        """The domain's verdict on the database the site changed."""
+        if self.task is None:
+            raise EpisodeError("call reset(task) before evaluate()")
+        self.inner.status = self.status
+        return self.inner.evaluate()
+
+    def page_screenshot(self) -> bytes:
+        """The current viewport as PNG bytes."""
+        if self.driver is None:
+            raise EpisodeError("call reset(task) first")
+        return self.driver.get_screenshot_as_png()
+
+
+def _as_text(tool: str, arguments: Any) -> Any:
+    """A number or yes/no typed into a field or chosen in a list is its text."""
+    key = {"fill": "value", "select_option": "options"}.get(tool)
+    if key is None or not isinstance(arguments, dict):
+        return arguments
+    value = arguments.get(key)
+    if isinstance(value, bool):
+        return {**arguments, key: "true" if value else "false"}
+    if isinstance(value, int):
+        return {**arguments, key: str(value)}
+    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        return {**arguments, key: repr(value)}
+    if key == "options" and isinstance(value, list) and len(value) == 1:
+        return {**arguments, key: value[0]}
+    return arguments
+
+
+def _browser_problem(exc: Exception) -> str | None:
+    """What an element's refusal means to the agent; None for a browser fault."""
+    from selenium.common import exceptions as ex
+
+    if isinstance(exc, ex.ElementClickInterceptedException):
+        return "the element is covered by another one (a pop-up?): close that first"
+    if isinstance(exc, ex.ElementNotInteractableException | ex.InvalidElementStateException):
+        return "the element cannot take this action now"
+    if isinstance(exc, ex.StaleElementReferenceException | ex.NoSuchElementException):
+        return "the element is gone: the page changed"
+    if isinstance(exc, ex.UnexpectedAlertPresentException):
+        return "a dialog is open"
+    return None
