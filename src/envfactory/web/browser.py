@@ -186,8 +186,8 @@ class Page:
 
 
 def fresh_tab(driver: WebDriver, url: str) -> None:
-    """The tab at ``url`` with no history, cookies or storage of an earlier episode."""
-    driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    """The tab at ``url`` with no history of an earlier episode (the site keeps its state on
+    the server, by session, and sets no cookies; a returned browser's are cleared)."""
     driver.get(url)
     driver.execute_cdp_cmd("Page.resetNavigationHistory", {})
 

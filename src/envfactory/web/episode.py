@@ -29,6 +29,30 @@ if TYPE_CHECKING:
 
 MAX_STEPS = 300  # browser actions: a gold plan takes about four per tool call
 
+FIND_JS = """
+const el = document.querySelector('[bid="' + arguments[0] + '"]');
+if (!el) return null;
+const s = getComputedStyle(el);
+if (s.display === 'none' || s.visibility === 'hidden' || !el.getClientRects().length) return null;
+return [el, el.tagName.toLowerCase()];
+"""
+
+SELECT_JS = """
+const el = arguments[0], want = arguments[1];
+for (const by of ['text', 'value']) {
+  for (let i = 0; i < el.options.length; i++) {
+    const o = el.options[i];
+    if ((by === 'text' ? o.text : o.value) === want) {
+      el.focus(); el.selectedIndex = i;
+      el.dispatchEvent(new Event('input', {bubbles: true}));
+      el.dispatchEvent(new Event('change', {bubbles: true}));
+      return null;
+    }
+  }
+}
+return Array.from(el.options).map(o => "'" + o.text + "'").join(', ');
+"""
+
 SET_VALUE_JS = """
 const el = arguments[0];
 el.focus(); el.value = arguments[1];
@@ -162,46 +186,34 @@ class WebEpisode(ToolEpisode):
 
     # -- the browser actions -----------------------------------------------------------------
 
-    def _element(self, bid: str) -> WebElement:
-        from selenium.webdriver.common.by import By
-
+    def _element(self, bid: str, tags: tuple[str, ...] = (), what: str = "") -> WebElement:
+        """The shown element ``[bid]`` (one round trip); ``tags`` the kinds it must be."""
         assert self.driver is not None
         if not BID_PATTERN.match(bid):
             raise ToolFailure("not_found", f"there is no element [{bid[:60]}]", field="bid")
-        found = self.driver.find_elements(By.CSS_SELECTOR, f'[bid="{bid}"]')
-        if not found or not found[0].is_displayed():
+        found = self.driver.execute_script(FIND_JS, bid)
+        if not found:
             raise ToolFailure("not_found", f"there is no element [{bid}] on this page", field="bid")
-        return found[0]
+        element, tag = found
+        if tags and tag not in tags:
+            raise ToolFailure("precondition_failed", f"[{bid}] is not {what}", field="bid")
+        return element  # type: ignore[no-any-return]
 
     def _click(self, bid: str) -> None:
         self._element(bid).click()
 
     def _fill(self, bid: str, value: str) -> None:
-        el = self._element(bid)
-        if el.tag_name.lower() not in ("input", "textarea"):
-            raise ToolFailure("precondition_failed", f"[{bid}] is not a text field", field="bid")
+        el = self._element(bid, ("input", "textarea"), "a text field")
         assert self.driver is not None
         self.driver.execute_script(SET_VALUE_JS, el, value)
 
     def _select_option(self, bid: str, options: str) -> None:
-        from selenium.common.exceptions import NoSuchElementException
-        from selenium.webdriver.support.select import Select
-
-        el = self._element(bid)
-        if el.tag_name.lower() != "select":
-            raise ToolFailure(
-                "precondition_failed", f"[{bid}] is not a drop-down list", field="bid"
-            )
-        menu = Select(el)
-        try:
-            menu.select_by_visible_text(options)
-        except NoSuchElementException:
-            try:
-                menu.select_by_value(options)
-            except NoSuchElementException:
-                shown = ", ".join(repr(o.text) for o in menu.options)
-                why = f"[{bid}] has no option {options[:60]!r}; its options are {shown}"
-                raise ToolFailure("not_found", why, field="options") from None
+        el = self._element(bid, ("select",), "a drop-down list")
+        assert self.driver is not None
+        shown = self.driver.execute_script(SELECT_JS, el, options)
+        if shown is not None:
+            why = f"[{bid}] has no option {options[:60]!r}; its options are {shown}"
+            raise ToolFailure("not_found", why, field="options")
 
     def _press(self, bid: str, key_comb: str) -> None:
         from selenium.webdriver.common.keys import Keys
