@@ -7,12 +7,15 @@ the registry, the CLI, rollouts and servers use nothing else.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from envfactory.episode.base import Episode, EpisodeConfig
 from envfactory.tasks.types import SPLITS, Split, Task
+
+if TYPE_CHECKING:
+    from envfactory.policies.scripted import Policy
 
 
 class EnvInfo(BaseModel):
@@ -73,6 +76,13 @@ class Environment(ABC):
     def plan_tools(self, task: Task) -> list[str]:
         """The actions of a task's gold plan that the audit's tool coverage counts."""
         return [step.tool for step in task.hidden.gold_plan]
+
+    def random_policy(self, seed: int = 0) -> Policy:
+        """The random baseline of ``check`` and ``audit``: random schema-valid tool calls (a
+        web world: random clicks on the page's elements)."""
+        from envfactory.policies.scripted import RandomPolicy
+
+        return RandomPolicy(seed=seed)
 
     def coverage_tools(self) -> list[str]:
         """The actions tool coverage is measured over: the tools (a web world: its forms)."""

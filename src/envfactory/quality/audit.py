@@ -26,7 +26,6 @@ from envfactory.policies.scripted import (
     NoOp,
     Oracle,
     Policy,
-    RandomPolicy,
     SpamWrites,
     write_tools,
 )
@@ -82,7 +81,7 @@ def _policies(env: Environment, seed: int) -> dict[str, list[Policy]]:
         "oracle": [Oracle()],
         "noisy_oracle": [NoisyOracle(skill=0.8, seed=seed + k) for k in range(NOISY_RUNS)],
         "noop": [NoOp()],
-        "random": [RandomPolicy(seed=seed)],
+        "random": [env.random_policy(seed)],
         "spam": [SpamWrites(seed=seed, writes=write_tools(env.tools("mcp")))],
         "guess": [Guess()],
     }

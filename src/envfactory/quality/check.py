@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from envfactory.env import Environment
 from envfactory.episode.runner import run_episode
 from envfactory.errors import SynthesisError
-from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, Policy, RandomPolicy
+from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, Policy
 from envfactory.tasks.seeds import SPLIT_SHARES
 from envfactory.tasks.types import Split, Task
 
@@ -100,7 +100,7 @@ def check(
         policies: dict[str, Policy] = {
             "oracle": Oracle(),
             "noop": NoOp(),
-            "random": RandomPolicy(seed=seed),
+            "random": env.random_policy(seed),
             "noisy_oracle": NoisyOracle(skill=0.8, seed=seed),
         }
         for name, policy in policies.items():

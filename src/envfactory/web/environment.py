@@ -106,6 +106,12 @@ class WebEnvironment(Environment):
         plan = hidden.domain.gold_plan if isinstance(hidden, WebHidden) else hidden.gold_plan
         return [s.tool for s in plan]
 
+    def random_policy(self, seed: int = 0) -> Any:
+        """Random clicking: clicks, fills and choices among the page's elements."""
+        from envfactory.web.policies import RandomClicker
+
+        return RandomClicker(seed=seed)
+
     def coverage_tools(self) -> list[str]:
         """The site's forms (the domain's actions): what tool coverage counts."""
         return list(self.domain.world.tools)
