@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -13,6 +14,11 @@ from envfactory.domain.loader import builtin_domain_files
 from envfactory.episode.runner import run_episode
 from envfactory.episode.types import Message, ToolCall
 from envfactory.policies.scripted import NoOp, Oracle
+from envfactory.policies.wrap import ScriptedPolicy
+from envfactory.rollout.engine import RolloutEngine
+from envfactory.rollout.types import TaskRef
+from envfactory.serving.config import ServeConfig
+from envfactory.serving.engine import Engine
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS
 from envfactory.web.environment import WebEnvironment, WebHidden
@@ -215,3 +221,28 @@ def test_concurrent_episodes_are_isolated(web: tuple[WebEnvironment, WebEpisode]
         assert png.startswith(b"\x89PNG") and shot.data["page"]["screenshot"]
     finally:
         other.close()
+
+
+@needs_browser
+def test_rollouts_and_serving_drive_web_worlds() -> None:
+    refs = [TaskRef("web-hotel", "train", d, 0) for d in (1, 3)]
+    engine = RolloutEngine(ScriptedPolicy("oracle"))
+    summary = engine.run_sync(refs)
+    assert not summary.errors
+    assert [r.reward for r in engine.records] == [1.0, 1.0]
+
+    async def serve() -> float | None:
+        server = Engine(ServeConfig(envs=("web-hotel",), max_steps=200))
+        ref = TaskRef("web-hotel", "train", 2, 1)
+        session, obs = await server.open(ref, "test")
+        task = server.env("web-hotel").task("train", 2, 1)
+        oracle = Oracle()
+        oracle.start(task, [])
+        while True:
+            out = await server.act(session, oracle.act(obs).model_dump())
+            obs = out.observation
+            if out.finished:
+                server.close(session.id)
+                return out.reward
+
+    assert asyncio.run(serve()) == 1.0
