@@ -118,23 +118,9 @@ def test_an_exploit_that_pays_fails_the_audit() -> None:
 
 
 def _chrome() -> Any:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    from envfactory.web.browser import launch  # the web worlds' headless Chromium
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or ""
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver") or ""), options=options)
+    return launch()
 
 
 @pytest.mark.skipif(
