@@ -67,24 +67,49 @@ def store(p: Project) -> Store:
 
 
 def _make_store(p: Project) -> Store:
-    rt = runtime()
-    root = rt.root / f"ep-{rt.tag}-repo-{p.key}"  # swept with its process, like episodes
-    if root.exists():
-        _remove(str(root))
-    shutil.copytree(projects.tree_path(p), root)
+    root = _readable_copy(projects.tree_path(p), f"repo-{p.key}")
     files = projects.files(p)
-    for rel in files:
-        os.chmod(root / rel, 0o444)
-    for dirpath, _, _ in os.walk(root):
-        os.chmod(dirpath, 0o755)
-    os.chmod(root, 0o755)
     wrapper = root / ".envfactory-bin" / "pytest"
     wrapper.parent.mkdir()
     wrapper.write_text(PYTEST_WRAPPER)
     os.chmod(wrapper, 0o555)
-    atexit.register(_remove, str(root))
     sources = [f for f in files if p.is_source(f)]
     return Store(p, root, files, sources, _linked_roots(files, set(sources)))
+
+
+def _readable_copy(source: Path, name: str) -> Path:
+    """``source`` (a folder, or one file put in a folder) copied beside the sandboxes' working
+    directories, read-only and readable by the sandbox's user, removed with the process (and
+    swept with it, like episodes)."""
+    rt = runtime()
+    root = rt.root / f"ep-{rt.tag}-{name}"
+    if root.exists():
+        _remove(str(root))
+    if source.is_dir():
+        shutil.copytree(source, root, ignore=shutil.ignore_patterns("__pycache__"))
+    else:
+        root.mkdir()
+        shutil.copy2(source, root / source.name)
+    for dirpath, _, names in os.walk(root):
+        os.chmod(dirpath, 0o755)
+        for n in names:
+            os.chmod(os.path.join(dirpath, n), 0o444)
+    atexit.register(_remove, str(root))
+    return root
+
+
+_RUNNER: list[Bind] = []
+
+
+def _runner_binds() -> list[Bind]:
+    """The test runner's packages, copied once per process: the interpreter's own folder may
+    be unreadable to the sandbox's user (a checkout in a private directory)."""
+    with _LOCK:
+        if not _RUNNER:
+            for host, inside in projects.runner_binds():
+                copy = _readable_copy(host, f"runner-{host.name}")
+                _RUNNER.append((copy if host.is_dir() else copy / host.name, inside))
+        return list(_RUNNER)
 
 
 def _linked_roots(files: list[str], sources: set[str]) -> list[str]:
@@ -154,7 +179,7 @@ def _mkdirs(workdir: Path, path: Path, owner: tuple[int, int] | None, made: set[
 
 def binds(s: Store, workdir: Path) -> list[Bind]:
     """Read-only binds: the runner's packages, the pytest wrapper, the linked paths."""
-    out: list[Bind] = list(projects.runner_binds())
+    out: list[Bind] = _runner_binds()
     out.append((s.root / ".envfactory-bin", f"{projects.RUNNER}/bin"))
     out += [(workdir / rel, f"{HOME}/{rel}") for rel in s.linked_roots]
     return out
