@@ -1,5 +1,7 @@
-"""Fixtures for the adapter tests: the tiny local model and tokenizer, and the rollout tests'
-OpenAI-compatible loopback server with its scripted brain (loaded from tests/rollout)."""
+"""Fixtures for the adapter tests: the embedded model (loaded once per session), the tiny local
+model and tokenizer for TRL's own tool loop (whose chat template must render tools, which the
+embedded model's does not), and the rollout tests' OpenAI-compatible loopback server with its
+scripted brain (loaded from tests/rollout)."""
 
 from __future__ import annotations
 
@@ -39,3 +41,11 @@ def model(tokenizer: Any) -> Any:
     from envfactory.integrations.tiny import tiny_model
 
     return tiny_model(tokenizer)
+
+
+@pytest.fixture(scope="session")
+def embedded() -> Any:
+    """The packaged SmolLM2 model and its real tokenizer: shared, so never trained in place."""
+    from envfactory.integrations.embedded import load
+
+    return load()

@@ -1,5 +1,6 @@
 """The CPU decoding shortcuts give the stock numbers: grouped-query attention without repeated
-keys and values, and a cache written in place (it grows when its room runs out)."""
+keys and values, and a cache that holds a shared prefix once and writes the rest in place (it
+grows when its room runs out)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from transformers import DynamicCache
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from envfactory.integrations.embedded import load
-from envfactory.integrations.kv import GROUPED_SDPA, grouped_sdpa, reserved_cache
+from envfactory.integrations.kv import GROUPED_SDPA, grouped_sdpa, shared_prefix_cache
 
 pytestmark = pytest.mark.integrations
 
@@ -30,15 +31,19 @@ def test_grouped_attention_matches_the_stock_path_under_a_padding_mask(queries: 
     assert torch.allclose(grouped, stock, atol=1e-6)
 
 
-def test_the_reserved_cache_generates_what_the_dynamic_cache_does() -> None:
+@pytest.mark.parametrize("padded", [True, False])
+def test_shared_prefix_generates_what_the_dynamic_cache_does(padded: bool) -> None:
+    """Greedy tokens through the shared-prefix cache equal those through transformers' own
+    cache holding the prefix once per row, with padding (rows of different lengths, and a room
+    too small, so it grows) and without (no mask: causal within the rows' own parts)."""
     local = load()
     model = local.model
     assert model.config._attn_implementation == GROUPED_SDPA
     prefix = local.tokenizer.encode("You are a helpful assistant. Answer briefly.")
-    own = [
-        local.tokenizer.encode(" What is the capital of France?"),
-        local.tokenizer.encode(" Name a colour."),
-    ]
+    other = " Name a colour." if padded else " What is the capital of Spain?"
+    questions = [" What is the capital of France?", other]
+    own = [local.tokenizer.encode(q) for q in questions]
+    assert (len(own[0]) != len(own[1])) == padded
     width = max(map(len, own))
     pad = local.tokenizer.pad_token_id
     ids = torch.tensor([prefix + [pad] * (width - len(o)) + o for o in own])
@@ -56,7 +61,27 @@ def test_the_reserved_cache_generates_what_the_dynamic_cache_does() -> None:
         dynamic = DynamicCache()
         for i, layer in enumerate(kept.layers):
             dynamic.update(layer.keys.repeat(2, 1, 1, 1), layer.values.repeat(2, 1, 1, 1), i)
-        reserved = reserved_cache(kept, batch=2, room=3)  # too little: it must grow
-        assert torch.equal(generate(reserved), generate(dynamic))
-    layer = reserved.layers[0]
-    assert layer.filled == len(prefix) + width + 9 and layer.keys.shape[2] == layer.filled
+        shared = shared_prefix_cache(kept, batch=2, room=3 if padded else 64)
+        assert torch.equal(generate(shared), generate(dynamic))
+        assert shared.layers[0].prefix[0].shape[0] == 1  # held once, not per row
+
+
+def test_prefixed_attention_matches_attention_over_the_whole_sequence() -> None:
+    torch.manual_seed(1)
+    module = SimpleNamespace(num_key_value_groups=3, is_causal=True, training=False)
+    cache = shared_prefix_cache(
+        SimpleNamespace(layers=[SimpleNamespace(keys=torch.randn(1, 3, 12, 16),
+                                                values=torch.randn(1, 3, 12, 16))]),
+        batch=2, room=2,
+    )  # fmt: skip
+    layer = cache.layers[0]
+    q = torch.randn(2, 9, 4, 16)
+    own_k, own_v = layer.update(torch.randn(2, 3, 4, 16), torch.randn(2, 3, 4, 16))
+    mask = torch.ones(2, 1, 4, 16, dtype=torch.bool).tril(diagonal=12)
+    mask[0, :, :, 12:14] = False  # the first row's padding: its first two own tokens
+    whole_k = torch.cat([layer.prefix[0].expand(2, -1, -1, -1), own_k], dim=2)
+    whole_v = torch.cat([layer.prefix[1].expand(2, -1, -1, -1), own_v], dim=2)
+    stock, _ = sdpa_attention_forward(module, q, whole_k, whole_v, mask, scaling=0.25)  # type: ignore[arg-type]
+    ours, _ = grouped_sdpa(module, q, own_k, own_v, mask, scaling=0.25)  # type: ignore[arg-type]
+    assert torch.allclose(ours[1], stock[1], atol=1e-5)
+    assert torch.allclose(ours[0, 2:], stock[0, 2:], atol=1e-5)  # padding queries' outputs unused

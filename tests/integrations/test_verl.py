@@ -101,9 +101,24 @@ def model_server(model: Any) -> Any:
     return ModelServer(config=None)
 
 
-def test_gold_plan_episode_through_the_agent_loop(tokenizer: Any) -> None:
+def recording(server: Any) -> Any:
+    """``server`` keeping each call's prompt ids and generated ids in ``calls``."""
+    server.calls = []
+    generate = server.generate
+
+    async def generate_and_keep(request_id: str, *, prompt_ids: list[int], **kw: Any) -> Any:
+        out = await generate(request_id, prompt_ids=prompt_ids, **kw)
+        server.calls.append((list(prompt_ids), list(out.token_ids)))
+        return out
+
+    server.generate = generate_and_keep
+    return server
+
+
+def test_gold_plan_episode_through_the_agent_loop(embedded: Any) -> None:
     from envfactory.integrations.verl import EnvfactoryAgentLoop, verl_rows
 
+    tokenizer = embedded.tokenizer  # the real BPE tokenizer and ChatML template
     task = envfactory.make("retail").task("train", 1, 0)
     replies = [render_call(s.tool, s.arguments) for s in task.hidden.gold_plan]
     replies.append(answer_text(task.hidden.answers))
@@ -138,11 +153,21 @@ def test_gold_plan_episode_through_the_agent_loop(tokenizer: Any) -> None:
     assert float(tensors["rm_scores"][-1]) == 1.0
 
 
-def test_tiny_model_episode_and_truncation(tokenizer: Any, model: Any) -> None:
-    loop = make_loop(tokenizer, model_server(model), response_length=24)
-    row = {"extra_info": {"task_id": "retail/train/1/1"}}
-    out = play(loop, {}, **row)
-    assert out.reward_score == 0.0  # noise does not solve the task
+def test_real_model_episode_and_truncation(embedded: Any) -> None:
+    """The embedded model samples through the agent loop with its own BPE tokenizer: every
+    later prompt extends the token sequence so far (no re-tokenisation drift), the mask marks
+    exactly the sampled tokens, and the response budget truncates the episode."""
+    tokenizer = embedded.tokenizer
+    server = recording(model_server(embedded.model))
+    loop = make_loop(tokenizer, server, response_length=24)
+    out = play(loop, {}, extra_info={"task_id": "retail/train/1/1"})
+    assert out.reward_score == 0.0  # 24 tokens cannot look a customer up and write the change
     assert len(out.response_ids) <= 24 and sum(out.response_mask) >= 8
+    full = out.prompt_ids + out.response_ids
+    for prompt, _ in server.calls[1:]:
+        assert full[: len(prompt)] == prompt
+    sampled = [t for t, m in zip(out.response_ids, out.response_mask, strict=True) if m]
+    assert sampled == [t for _, ids in server.calls for t in ids][: len(sampled)]
+    assert all(lp <= 0 for lp in out.response_logprobs)
     with pytest.raises(ValueError, match="task_id"):
         play(loop, {}, extra_info={})

@@ -1,9 +1,10 @@
 """Batched decoding on the CPU, stock against envfactory's path, in one run.
 
 A batch of replies over one shared prompt prefix, some rows padded (as concurrent episodes
-are): transformers' dynamic cache and SDPA with repeated key and value heads, against the
-cache written in place and grouped attention (:mod:`envfactory.integrations.kv`). Same
-tokens, greedy; the medians of ``repeats`` runs each, interleaved.
+are): transformers' dynamic cache (the prefix copied per row) and SDPA with repeated key and
+value heads, against the shared prefix held once and attended once per step, the rest written
+in place, and grouped attention (:mod:`envfactory.integrations.kv`). Same tokens, greedy; the
+medians of ``repeats`` runs each, interleaved.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def bench_decode(
     from transformers import DynamicCache
 
     from envfactory.integrations.embedded import load
-    from envfactory.integrations.kv import GROUPED_SDPA, reserved_cache
+    from envfactory.integrations.kv import GROUPED_SDPA, shared_prefix_cache
 
     local = load()
     model = local.model
@@ -56,7 +57,7 @@ def bench_decode(
 
     paths = {
         "stock": ("sdpa", stock_cache),
-        "envfactory": (GROUPED_SDPA, lambda: reserved_cache(kept, batch, own + new)),
+        "envfactory": (GROUPED_SDPA, lambda: shared_prefix_cache(kept, batch, own + new)),
     }
     times: dict[str, list[float]] = {name: [] for name in paths}
     tokens: dict[str, torch.Tensor] = {}

@@ -43,6 +43,19 @@ def bench(
     ray: bool = typer.Option(
         False, "--ray", help="Episodes/s through a Ray pool of 1 vs 2 rollout workers."
     ),
+    research: bool = typer.Option(
+        False,
+        "--research",
+        help="Research worlds: reset, each tool's step and the verdict, and search latency "
+        "over 10,000 and 100,000 documents.",
+    ),
+    repo: bool = typer.Option(
+        False,
+        "--repo",
+        help="Repository worlds (--env, default repo-python): reset, step and verdict; with "
+        "--sample N, the verified supply from N candidates drawn at random.",
+    ),
+    sample: int = typer.Option(0, "--sample", min=0, help="--repo: candidates to verify."),
     decode: bool = typer.Option(
         False,
         "--decode",
@@ -99,6 +112,18 @@ def bench(
 
         with err_console.status("benchmarking Ray rollout workers (1 vs 2)"):
             result = bench_ray(env_id)
+    elif research:
+        from envfactory.bench.research import bench_research
+
+        with err_console.status("benchmarking the research worlds (corpora of up to 100,000)"):
+            result = bench_research()
+    elif repo:
+        from envfactory.bench.repo import bench_repo
+
+        repo_env = env_id if env_id.startswith("repo-") else "repo-python"
+        load_env(repo_env)  # an unavailable world says why
+        with err_console.status(f"benchmarking {repo_env} (verified tasks, real test runs)"):
+            result = bench_repo(repo_env, sample=sample)
     elif decode:
         from envfactory.bench.decode import bench_decode
 

@@ -1,15 +1,20 @@
-"""Cheaper batched decoding on the CPU: keys and values written in place, read once per step.
+"""Cheaper batched decoding on the CPU: a shared prompt's keys and values held once and read
+once per step, the rest written in place.
 
-Two costs dominate a batch decoding step over a long shared prompt, and neither is arithmetic:
+Three costs dominate a batch decoding step over a long shared prompt, and none is arithmetic:
 
 - transformers' dynamic cache concatenates each layer's keys and values with the new token's,
-  a copy of the whole cache at every generated token. :func:`reserved_cache` holds them in
-  buffers with room for the reply, written in place.
+  a copy of the whole cache at every generated token. :func:`shared_prefix_cache` writes each
+  row's own keys and values into buffers with room for the reply, in place.
+- a batch over one shared prefix (the system prompt) held it once per row, and every row read
+  its own copy at every step. The cache holds it once; :func:`grouped_sdpa` attends every row's
+  queries to it in one product, attends each row to its own part under the padding mask, and
+  merges the two by their log-sum-exp (as split or "cascade" attention does).
 - with a padding mask, grouped-query attention repeats every key and value head for each query
   head that shares it (three copies for SmolLM2). :func:`grouped_sdpa` instead stacks the query
   heads of a group along the query axis, so each key and value head is read as it is.
 
-Both give the same numbers as the stock paths (tests/integrations/test_kv.py).
+They give the stock numbers (tests/integrations/test_kv.py).
 """
 
 from __future__ import annotations
@@ -25,18 +30,21 @@ from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMa
 GROUPED_SDPA = "envfactory_grouped_sdpa"
 
 
-class ReservedLayer(DynamicLayer):  # type: ignore[misc]
-    """A layer's keys and values in buffers with room reserved for what comes next; the cache
-    the model reads is a view of the filled part (the room doubles when it runs out)."""
+class SharedPrefixLayer(DynamicLayer):  # type: ignore[misc]
+    """A layer's keys and values as a prefix shared by every row of the batch (``[1, kv, p,
+    d]``, held once) and each row's own part, in buffers with room reserved for what comes
+    next (the room doubles when it runs out). ``update`` returns the rows' own parts, each
+    carrying the shared prefix as ``.prefix`` for :func:`grouped_sdpa`, the only attention that
+    reads it."""
 
-    def __init__(self, keys: torch.Tensor, values: torch.Tensor, room: int) -> None:
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, batch: int, room: int) -> None:
         super().__init__()
         self.dtype, self.device = keys.dtype, keys.device
         self.is_initialized = True
+        self.prefix = (keys, values)
         self.filled = 0
-        self._keys = keys.new_empty(*keys.shape[:2], keys.shape[2] + room, keys.shape[3])
-        self._values = values.new_empty(*values.shape[:2], values.shape[2] + room, values.shape[3])
-        self.update(keys, values)
+        self._keys = keys.new_empty(batch, keys.shape[1], room, keys.shape[3])
+        self._values = values.new_empty(batch, values.shape[1], room, values.shape[3])
 
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
@@ -50,7 +58,11 @@ class ReservedLayer(DynamicLayer):  # type: ignore[misc]
         self.filled = end
         self.keys = self._keys[:, :, :end]
         self.values = self._values[:, :, :end]
+        self.keys.prefix = self.prefix
         return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return int(self.prefix[0].shape[2]) + self.filled
 
 
 def _grown(buffer: torch.Tensor, filled: int, needed: int) -> torch.Tensor:
@@ -59,17 +71,48 @@ def _grown(buffer: torch.Tensor, filled: int, needed: int) -> torch.Tensor:
     return bigger
 
 
-def reserved_cache(prefix: Cache, batch: int, room: int) -> Cache:
-    """A cache holding ``prefix``'s keys and values once per row of a batch of ``batch``, with
-    ``room`` more positions reserved per layer."""
+def shared_prefix_cache(prefix: Cache, batch: int, room: int) -> Cache:
+    """A cache for a batch of ``batch`` rows that all start with ``prefix`` (a one-row cache),
+    held once, with ``room`` positions reserved per row for the rest. Only a model attending
+    with :func:`grouped_sdpa` can read it (see :func:`use_grouped_sdpa`)."""
     return Cache(
-        layers=[
-            ReservedLayer(
-                layer.keys.expand(batch, -1, -1, -1), layer.values.expand(batch, -1, -1, -1), room
-            )
-            for layer in prefix.layers
-        ]
+        layers=[SharedPrefixLayer(layer.keys, layer.values, batch, room) for layer in prefix.layers]
     )
+
+
+_attend_with_lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+
+
+def _merged(
+    first: tuple[torch.Tensor, torch.Tensor], second: tuple[torch.Tensor, torch.Tensor]
+) -> torch.Tensor:
+    """Attention over two disjoint key sets from each one's output and log-sum-exp."""
+    (out_a, lse_a), (out_b, lse_b) = first, second
+    top = torch.maximum(lse_a, lse_b)
+    w_a, w_b = torch.exp(lse_a - top).unsqueeze(-1), torch.exp(lse_b - top).unsqueeze(-1)
+    return (out_a * w_a + out_b * w_b) / (w_a + w_b)
+
+
+def _prefixed_attention(
+    stacked: torch.Tensor,
+    prefix: tuple[torch.Tensor, torch.Tensor],
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor,
+    scaling: float | None,
+) -> torch.Tensor:
+    """``stacked`` queries ``[b, kv, n, d]`` over the shared ``prefix`` keys and values (every
+    row's queries in one product, no mask: a prefix has no padding) and over each row's own
+    ``key`` and ``value`` under ``mask`` (``[b or 1, 1, n, own]``, True where seen)."""
+    b, kv, n, d = stacked.shape
+    flat = stacked.transpose(0, 1).reshape(1, kv, b * n, d)
+    out, lse = _attend_with_lse(flat, *prefix, 0.0, False, scale=scaling)[:2]
+    on_prefix = (out.reshape(kv, b, n, d).transpose(0, 1), lse.reshape(kv, b, n).transpose(0, 1))
+    seen = mask if mask.dtype == torch.bool else mask == 0
+    bias = torch.zeros(seen.shape, dtype=stacked.dtype).masked_fill(~seen, -torch.inf)
+    out, lse = _attend_with_lse(stacked, key, value, 0.0, False, attn_mask=bias, scale=scaling)[:2]
+    lse = lse.masked_fill(~seen.any(-1), -torch.inf)  # a padding query sees none of its own
+    return _merged(on_prefix, (out, lse))
 
 
 def grouped_sdpa(
@@ -84,20 +127,31 @@ def grouped_sdpa(
 ) -> tuple[torch.Tensor, None]:
     """Scaled dot-product attention for grouped-query heads under a mask, without repeating the
     keys and values: query ``[b, h, t, d]`` becomes ``[b, kv, (h / kv) * t, d]``, the query
-    heads that share a key head one after another (as the stock path orders them)."""
+    heads that share a key head one after another (as the stock path orders them). Keys from a
+    :func:`shared_prefix_cache` carry their shared prefix, attended once for the batch."""
     groups = query.shape[1] // key.shape[1]
-    if attention_mask is None or groups == 1 or dropout or not torch.is_floating_point(query):
+    prefix = getattr(key, "prefix", None)
+    b, h, t, d = query.shape
+    stacked = query.reshape(b, key.shape[1], groups * t, d)
+    if prefix is not None:
+        own = key.shape[2]
+        if attention_mask is None:  # no padding: causal within the rows' own parts
+            mask = torch.ones(1, 1, t, own, dtype=torch.bool).tril(own - t)
+        else:
+            mask = attention_mask[..., : prefix[0].shape[2] + own][..., -own:]
+        mask = mask.repeat(1, 1, groups, 1) if mask.shape[2] == t else mask
+        out = _prefixed_attention(stacked, prefix, key, value, mask, scaling)
+    elif attention_mask is None or groups == 1 or dropout or not torch.is_floating_point(query):
         stock: tuple[torch.Tensor, None] = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout, scaling, **kwargs
         )
         return stock
-    b, h, t, d = query.shape
-    stacked = query.reshape(b, key.shape[1], groups * t, d)
-    mask = attention_mask[..., : key.shape[2]]
-    mask = mask.repeat(1, 1, groups, 1) if mask.shape[2] == t else mask
-    out = torch.nn.functional.scaled_dot_product_attention(
-        stacked, key, value, attn_mask=mask, scale=scaling
-    )
+    else:
+        mask = attention_mask[..., : key.shape[2]]
+        mask = mask.repeat(1, 1, groups, 1) if mask.shape[2] == t else mask
+        out = torch.nn.functional.scaled_dot_product_attention(
+            stacked, key, value, attn_mask=mask, scale=scaling
+        )
     return out.reshape(b, h, t, d).transpose(1, 2).contiguous(), None
 
 

@@ -125,6 +125,9 @@ class TransformersPolicy:
         stop_ids: tuple[int, ...] | None = None,
         max_batch: int = 8,
     ) -> None:
+        from envfactory.integrations.kv import use_grouped_sdpa
+
+        use_grouped_sdpa(model)  # reads a shared prompt prefix once per batch
         self.model = model
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
@@ -210,12 +213,12 @@ class TransformersPolicy:
         return [out[i] for i in range(len(calls))]
 
     def _prefix_cache(self, prefix: list[int], batch: int, room: int) -> Any:
-        """The keys and values of ``prefix`` (computed once, the last few kept), one copy per
-        sequence of the batch, with ``room`` positions reserved for the rest (generation
-        writes into it)."""
+        """The keys and values of ``prefix`` (computed once, the last few kept), shared by the
+        ``batch`` sequences, with ``room`` positions reserved per sequence for the rest
+        (generation writes into it)."""
         import torch
 
-        from envfactory.integrations.kv import reserved_cache
+        from envfactory.integrations.kv import shared_prefix_cache
 
         key = tuple(prefix)
         kept = self._prefixes.pop(key, None)
@@ -226,7 +229,7 @@ class TransformersPolicy:
         self._prefixes[key] = kept  # most recent last
         while len(self._prefixes) > PREFIXES_KEPT:
             self._prefixes.pop(next(iter(self._prefixes)))
-        return reserved_cache(kept, batch, room)
+        return shared_prefix_cache(kept, batch, room)
 
     def _generate(
         self,
@@ -249,7 +252,10 @@ class TransformersPolicy:
             [[1] * len(prefix) + [0] * g + [1] * len(p) for g, p in zip(gap, own, strict=True)]
         )
         room = width - len(prefix) + self.max_new_tokens
-        cache = self._prefix_cache(prefix, len(prompts), room) if prefix else None
+        from envfactory.integrations.kv import GROUPED_SDPA
+
+        shares = prefix and self.model.config._attn_implementation == GROUPED_SDPA
+        cache = self._prefix_cache(prefix, len(prompts), room) if shares else None
         sample = self.temperature > 0
         processors = []
         if grammars and any(g is not None for g in grammars):
