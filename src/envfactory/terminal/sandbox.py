@@ -456,6 +456,8 @@ class Sandbox:
     def run(self, command: str, limits: Limits | None = None) -> RunResult:
         if not self._finalizer.alive:
             raise SandboxError("the sandbox is closed")
+        if not (self.binds or self.env):  # the plain call, as every terminal world makes it
+            return self.runtime.run(self.path, command, limits or self.limits)
         return self.runtime.run(self.path, command, limits or self.limits, self.binds, self.env)
 
     def usage(self) -> int:
