@@ -11,6 +11,7 @@ import pytest
 
 import envfactory
 from envfactory.domain.loader import builtin_domain_files
+from envfactory.episode.base import EpisodeConfig
 from envfactory.episode.runner import run_episode
 from envfactory.episode.types import Message, ToolCall
 from envfactory.policies.scripted import NoOp, Oracle
@@ -246,3 +247,17 @@ def test_rollouts_and_serving_drive_web_worlds() -> None:
                 return out.reward
 
     assert asyncio.run(serve()) == 1.0
+
+
+@needs_browser
+def test_the_step_limit_counts_four_browser_actions_per_step() -> None:
+    env = envfactory.make("web-retail")
+    episode = env.episode(EpisodeConfig(max_steps=2))
+    try:
+        episode.reset(env.task("train", 1, 0))
+        seen = [episode.step(ToolCall(tool="scroll", arguments={"delta_x": 0, "delta_y": 50}))]
+        seen += [episode.step(ToolCall(tool="click", arguments={"bid": "nope"})) for _ in range(7)]
+        assert [o.done for o in seen] == [False] * 7 + [True]
+        assert episode.status == "truncated" and episode.evaluate().reward == 0.0
+    finally:
+        episode.close()

@@ -6,6 +6,7 @@ domain's own episode (``inner``); the agent reaches them only through the browse
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
@@ -27,7 +28,10 @@ if TYPE_CHECKING:
 
     from envfactory.web.environment import WebEnvironment
 
-MAX_STEPS = 300  # browser actions: a gold plan takes about four per tool call
+# A gold plan takes about four browser actions per tool call (open the page, fill, submit), so
+# a web episode allows ACTIONS_PER_STEP browser actions per step of the configured limit: the
+# harnesses' limits (set for tool calls) keep their meaning.
+ACTIONS_PER_STEP = 4
 
 FIND_JS = """
 const el = document.querySelector('[bid="' + arguments[0] + '"]');
@@ -68,8 +72,9 @@ class WebEpisode(ToolEpisode):
         self, env: WebEnvironment, config: EpisodeConfig | None = None, screenshot: bool = False
     ) -> None:
         self.env = env
-        self.config = config or EpisodeConfig(max_steps=MAX_STEPS)
-        self.inner = env.domain.episode(self.config)
+        given = config or EpisodeConfig()
+        self.config = replace(given, max_steps=given.max_steps * ACTIONS_PER_STEP)
+        self.inner = env.domain.episode(given)
         self.screenshot = screenshot
         self.driver: WebDriver | None = None
         self.session: Session | None = None
