@@ -6,14 +6,18 @@ import asyncio
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 import envfactory
-from envfactory.domain.loader import builtin_domain_files
+from envfactory.domain.loader import builtin_domain_files, parse_domain
 from envfactory.episode.base import EpisodeConfig
 from envfactory.episode.runner import run_episode
 from envfactory.episode.types import Message, ToolCall
+from envfactory.openapi.compile import compile_document
+from envfactory.openapi.document import read_document
+from envfactory.openapi.environment import OpenAPIEnvironment
 from envfactory.policies.scripted import NoOp, Oracle
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.rollout.engine import RolloutEngine
@@ -259,5 +263,20 @@ def test_the_step_limit_counts_four_browser_actions_per_step() -> None:
         seen += [episode.step(ToolCall(tool="click", arguments={"bid": "nope"})) for _ in range(7)]
         assert [o.done for o in seen] == [False] * 7 + [True]
         assert episode.status == "truncated" and episode.evaluate().reward == 0.0
+    finally:
+        episode.close()
+
+
+@needs_browser
+def test_an_openapi_compiled_world_is_a_website_too() -> None:
+    spec_file = Path(__file__).resolve().parent.parent / "openapi" / "specs" / "shop-swagger2.json"
+    domain = compile_document(read_document(spec_file), spec_file.name, "shop-web-test")
+    env = WebEnvironment(OpenAPIEnvironment(parse_domain(domain, spec_file.name)))
+    episode = env.episode()
+    try:
+        for d in (1, 3):
+            task = env.task("train", d, 0)
+            assert run_episode(env, task, Oracle(), episode).reward == 1.0
+            assert run_episode(env, task, NoOp(), episode).reward == 0.0
     finally:
         episode.close()
