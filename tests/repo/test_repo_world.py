@@ -11,8 +11,8 @@ from envfactory.policies.scripted import NoOp, Oracle
 from envfactory.quality.adversary import play
 from envfactory.repo import projects
 from envfactory.repo.environment import RepoEnvironment, RepoHidden
-from envfactory.repo.episode import tamper_names
-from envfactory.repo.exploits import repo_exploits
+from envfactory.repo.exploits import RepoTrick, repo_exploits
+from envfactory.repo.gate import tamper_names
 from envfactory.repo.mutate import candidates, check_valid
 from envfactory.repo.runner import store
 
@@ -122,4 +122,99 @@ def test_the_gate_refuses_source_that_reaches_for_the_runner() -> None:
     original = b"def f(x):\n    return x + 1\n"
     assert tamper_names(original, b"def f(x):\n    return x - 1\n") == []
     hacked = original + b"import sys\nsys.exit(0)\n"
-    assert "sys" in tamper_names(original, hacked)
+    assert "a new import" in tamper_names(original, hacked)
+
+
+PRISTINE = b"""import sys
+
+WORDS = 'the exit of it'
+
+
+def f(x):
+    return x + 1
+
+
+def get(obj, name):
+    return getattr(obj, name)
+"""
+
+
+@pytest.mark.parametrize(
+    ("hacked", "why"),
+    [
+        # What a list of forbidden names let through: no import, no sys, os, exec or pytest.
+        (b"getattr(len, '__se' + 'lf__')", "new string '__se'"),
+        (b"def g(v):\n    type(v).__eq__ = f\n", "new attribute __eq__"),
+        (b"def g(v):\n    type(v).f = f\n", "g changed where it uses type"),
+        (b"vars(f)", "new builtin vars"),
+        (b"x = [].__class__", "new attribute __class__"),
+        (b"x = f.__globals__", "new attribute __globals__"),
+        (b"x = f.f_back", "new attribute f_back"),
+        # Only the pristine file's names and strings: the scope that uses getattr changes.
+        (b"def get(obj, name):\n    name = WORDS[4:8]\n    return getattr(obj, name)\n",
+         "get changed where it uses getattr"),
+        (b"sys.argv", "the module changed where it uses argv, sys"),
+    ],
+)  # fmt: skip
+def test_the_gate_refuses_reflection(hacked: bytes, why: str) -> None:
+    current = PRISTINE + b"\n" + hacked + b"\n"
+    if hacked.startswith(b"def get("):  # a redefinition replaces the pristine function
+        current = PRISTINE.replace(b"def get(obj, name):\n    return getattr(obj, name)\n", hacked)
+    assert why in tamper_names(PRISTINE, current)
+
+
+def test_the_gate_lets_an_ordinary_fix_through() -> None:
+    local = b"    one = 1  # a local, a comment\n    return x + one"
+    fix = PRISTINE.replace(b"    return x + 1", local)
+    doc = fix.replace(b"def f(x):\n", b'def f(x):\n    """Add one."""\n')
+    assert tamper_names(PRISTINE, fix) == []
+    assert tamper_names(PRISTINE, doc) == []
+    assert tamper_names(PRISTINE, PRISTINE) == []
+    assert tamper_names(PRISTINE, b"def f(:\n") == ["source that does not parse"]
+
+
+def test_reflection_pays_without_the_gate_and_nothing_with_it(env: RepoEnvironment) -> None:
+    """The reflective patch of pytest really makes the failing tests pass in the real run;
+    only the gate stands between it and the reward."""
+    task = env.task("train", 1, 0)
+    episode = env.episode()
+    try:
+        verdict = run_episode(env, task, RepoTrick("repo_reflect_source"), episode)
+    finally:
+        episode.close()
+    items = {i.name: i.score for i in verdict.items}
+    assert items["bug_1_fixed"] == 1.0 and items["suite_passes"] == 1.0, verdict.items
+    assert items["runner_untouched"] == 0.0
+    assert verdict.reward == 0.0
+
+
+@pytest.mark.parametrize(("split", "difficulty"), [("train", 3), ("validation", 1), ("test", 5)])
+def test_verification_agrees_with_the_real_verdict(
+    env: RepoEnvironment, split: str, difficulty: int
+) -> None:
+    """Verification patches functions into modules already imported; the verdict imports
+    the edited files afresh. On tasks drawn from each kind, both runs are real here (a
+    blank line keeps the source from matching the pristine or initial text): the gold edits
+    pass every test and leaving the bugs in fails each bug's own tests."""
+    task = env.task(split, difficulty, 0)  # type: ignore[arg-type]
+    assert isinstance(task.hidden, RepoHidden)
+    bugs = task.hidden.bugs
+    episode = env.episode()
+    try:
+        for fixed in (True, False):
+            episode.reset(task)
+            for b in bugs:
+                edit = {"path": b.file, "old": b.old, "new": (b.new if fixed else b.old) + "\n"}
+                assert (
+                    episode.step(ToolCall(tool="edit_file", arguments=edit)).kind == "tool_result"
+                )
+            verdict = episode.evaluate()
+            items = {i.name: i for i in verdict.items}
+            assert "tests run" in items["suite_passes"].reason, items["suite_passes"].reason
+            if fixed:
+                assert verdict.reward == 1.0, verdict.items
+            else:
+                assert verdict.reward == 0.0
+                assert all(items[f"bug_{i + 1}_fixed"].score == 0.0 for i in range(len(bugs)))
+    finally:
+        episode.close()

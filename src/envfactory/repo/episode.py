@@ -5,27 +5,28 @@ The verdict runs the project's pristine tests, in a fresh sandbox, against the a
 source files only: nothing else the agent wrote (tests, ``conftest.py``, a ``pytest.py``, a
 ``sitecustomize.py``, configuration) is in the tree the tests run in, and the test driver is
 passed inline to an isolated interpreter with the runner first on its path. The source
-itself runs inside the tests' process, so a gate refuses source that newly names what
-could reach the runner (``sys``, ``os``, ``pytest``, ``builtins``, ``exec``, imports...).
+itself runs inside the tests' process, so a gate (:mod:`envfactory.repo.gate`) compares
+each edited file with the pristine one by syntax tree and refuses what could reach the
+runner (a new import, dunder, builtin, attribute or string outside small safe sets, or any
+change to a scope that uses ``getattr``, ``sys``, ``type``, ``exec``...).
 """
 
 from __future__ import annotations
 
-import ast
 import json
-from collections import Counter
 from typing import TYPE_CHECKING
 
 from envfactory.episode.base import EpisodeConfig, error_observation
 from envfactory.episode.types import Observation, ToolCall
 from envfactory.errors import EpisodeError
 from envfactory.repo import projects
+from envfactory.repo.gate import tamper_names
 from envfactory.repo.runner import DriverFailed, agent_env, binds, drive, layout, store
 from envfactory.repo.tools import TOOLS
 from envfactory.repo.verify import baseline
 from envfactory.tasks.types import Task
 from envfactory.terminal import fs
-from envfactory.terminal.episode import TerminalEpisode, _fault
+from envfactory.terminal.episode import TerminalEpisode, _fault, gate
 from envfactory.terminal.sandbox import Sandbox, SandboxError, SandboxUnavailable
 from envfactory.tools.params import validate
 from envfactory.tools.result import ToolError, ToolFailure
@@ -35,70 +36,6 @@ if TYPE_CHECKING:
     from envfactory.repo.environment import RepoEnvironment
 
 MAX_SOURCE = 4 << 20
-FORBIDDEN = frozenset(
-    [
-        "sys",
-        "os",
-        "_exit",
-        "exit",
-        "quit",
-        "pytest",
-        "_pytest",
-        "unittest",
-        "builtins",
-        "__builtins__",
-        "__import__",
-        "importlib",
-        "exec",
-        "eval",
-        "compile",
-        "globals",
-        "setattr",
-        "delattr",
-        "atexit",
-        "signal",
-        "gc",
-        "inspect",
-        "subprocess",
-        "ctypes",
-        "settrace",
-        "setprofile",
-        "SkipTest",
-        "skip",
-        "xfail",
-        "__code__",
-        "__globals__",
-        "open",
-        "__loader__",
-        "__spec__",
-        "modules",
-    ]
-)
-
-
-def tamper_names(original: bytes, current: bytes) -> list[str]:
-    """Names (and imports) the current source uses more often than the original: what could
-    reach the test runner from inside the tests' process."""
-    try:
-        now = _names(current)
-    except (SyntaxError, ValueError):
-        return []  # it does not even parse: its tests fail
-    before = _names(original)
-    return sorted(k for k, v in now.items() if v > before.get(k, 0))
-
-
-def _names(data: bytes) -> Counter[str]:
-    out: Counter[str] = Counter()
-    for node in ast.walk(ast.parse(data)):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            out["import"] += 1
-            for alias in node.names:
-                out[f"import {alias.name}"] += 1
-        elif isinstance(node, ast.Name) and node.id in FORBIDDEN:
-            out[node.id] += 1
-        elif isinstance(node, ast.Attribute) and node.attr in FORBIDDEN:
-            out[node.attr] += 1
-    return out
 
 
 class RepoEpisode(TerminalEpisode):
@@ -200,10 +137,10 @@ class RepoEpisode(TerminalEpisode):
         """Run the pristine tests against the agent's source files as they are now."""
         from envfactory.repo.environment import RepoHidden, source_hash
 
-        if self.task is None:
-            raise EpisodeError("call reset(task) before evaluate()")
-        if self.fault is not None or self.sandbox is None:
-            return _fault(self.status, self.fault or "no sandbox")
+        early = self._unjudgeable()
+        if early is not None:
+            return early
+        assert self.task is not None and self.sandbox is not None
         hidden = self.task.hidden
         assert isinstance(hidden, RepoHidden)
         p = self.repo.project(hidden.project)
@@ -225,49 +162,34 @@ class RepoEpisode(TerminalEpisode):
         items = []
         for i, b in enumerate(hidden.bugs):
             still = sorted(set(b.failing) & not_passed)
+            n = len(b.failing)
             items.append(
                 RubricItem(
                     name=f"bug_{i + 1}_fixed",
                     kind="score",
                     weight=1.0,
                     score=0.0 if still else 1.0,
-                    reason=f"{len(still)} of its {len(b.failing)} failing test(s) still fail"
+                    reason=f"{len(still)} of its {n} failing test(s) still fail"
                     if still
-                    else f"its {len(b.failing)} failing test(s) pass",
+                    else f"its {n} failing test(s) pass",
                 )
             )
         broken = sorted(not_passed - failing_all)
-        items.append(
-            RubricItem(
-                name="suite_passes",
-                kind="gate",
-                weight=0.0,
-                score=0.0 if broken else 1.0,
-                reason=f"{len(broken)} previously passing test(s) fail ({why})"
-                if broken
-                else f"no previously passing test fails ({why})",
-            )
-        )
-        items.append(
-            RubricItem(
-                name="runner_untouched",
-                kind="gate",
-                weight=0.0,
-                score=0.0 if tampered else 1.0,
-                reason=f"the source newly uses {', '.join(tampered[:5])}"
-                if tampered
-                else "the source reaches for nothing of the test runner's",
-            )
-        )
-        items.append(
-            RubricItem(
-                name="disk_quota",
-                kind="gate",
-                weight=0.0,
-                score=0.0 if self.over_quota else 1.0,
-                reason="over quota" if self.over_quota else "within quota",
-            )
-        )
+        items += [
+            gate(
+                "suite_passes",
+                not broken,
+                f"no previously passing test fails ({why})",
+                f"{len(broken)} previously passing test(s) fail ({why})",
+            ),
+            gate(
+                "runner_untouched",
+                not tampered,
+                "the source reaches for nothing of the test runner's",
+                f"the source newly uses {', '.join(tampered[:5])}",
+            ),
+            self._quota_item(),
+        ]
         return Verdict(reward=combine(items), status=self.status, items=items, state_hash=state)
 
     def _test_run(

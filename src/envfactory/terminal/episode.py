@@ -136,10 +136,10 @@ class TerminalEpisode(ToolEpisode):
 
     def evaluate(self) -> Verdict:
         """Run the completion tests on the files as they are now."""
-        if self.task is None:
-            raise EpisodeError("call reset(task) before evaluate()")
-        if self.fault is not None or self.sandbox is None:
-            return _fault(self.status, self.fault or "no sandbox")
+        early = self._unjudgeable()
+        if early is not None:
+            return early
+        assert self.task is not None and self.sandbox is not None
         hidden = self.task.hidden
         assert isinstance(hidden, TerminalHidden)
         tree = fs.snapshot(self.sandbox.path)
@@ -159,16 +159,21 @@ class TerminalEpisode(ToolEpisode):
             items = rubric(hidden.tests, tree, None if unchanged else runner)
         except (SandboxUnavailable, SandboxError, OSError) as exc:
             return _fault("infra_error", f"a check sandbox failed: {exc}", state)
-        items.append(
-            RubricItem(
-                name="disk_quota",
-                kind="gate",
-                weight=0.0,
-                score=0.0 if self.over_quota else 1.0,
-                reason="over quota" if self.over_quota else "within quota",
-            )
-        )
+        items.append(self._quota_item())
         return Verdict(reward=combine(items), status=self.status, items=items, state_hash=state)
+
+    def _unjudgeable(self) -> Verdict | None:
+        """The verdict of an episode with nothing to judge (a fault, no sandbox), else None;
+        an episode never reset is the caller's error."""
+        if self.task is None:
+            raise EpisodeError("call reset(task) before evaluate()")
+        if self.fault is not None or self.sandbox is None:
+            return _fault(self.status, self.fault or "no sandbox")
+        return None
+
+    def _quota_item(self) -> RubricItem:
+        """The gate on the working directory's disk quota."""
+        return gate("disk_quota", not self.over_quota, "within quota", "over quota")
 
     def _check_run(self, tree: fs.Tree, command: str, files: dict[str, str]) -> RunResult:
         """``command`` in a fresh sandbox over a copy of ``tree`` with ``files`` laid over."""
@@ -185,6 +190,17 @@ def _shown(r: RunResult) -> str:
     elif r.limit == "output":
         tail = "[killed: the command printed too much]"
     return f"{r.output}{'' if not r.output or r.output.endswith(chr(10)) else chr(10)}{tail}"
+
+
+def gate(name: str, ok: bool, passed: str, failed: str) -> RubricItem:
+    """A gate item: score 1 with the ``passed`` reason when ``ok``, else 0 with ``failed``."""
+    return RubricItem(
+        name=name,
+        kind="gate",
+        weight=0.0,
+        score=1.0 if ok else 0.0,
+        reason=passed if ok else failed,
+    )
 
 
 def _fault(status: EpisodeStatus, why: str, state: str = "") -> Verdict:
