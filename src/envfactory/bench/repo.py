@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from statistics import median
 
 from pydantic import BaseModel
@@ -20,6 +21,18 @@ from pydantic import BaseModel
 from envfactory.episode.types import ToolCall
 from envfactory.registry import make
 from envfactory.repo.environment import RepoEnvironment, RepoHidden
+
+
+class LevelSupply(BaseModel):
+    """One level's verified supply: candidates times the share a random sample keeps."""
+
+    difficulty: int
+    sampled: int
+    kept: int
+    kept_share: float
+    kept_share_ci95: tuple[float, float]
+    tasks_estimate: int
+    tasks_ci95: tuple[int, int]
 
 
 class RepoBench(BaseModel):
@@ -36,6 +49,8 @@ class RepoBench(BaseModel):
     verified_supply_estimate: int
     verified_supply_ci95: tuple[int, int]
     verify_ms_per_candidate: float
+    levels: dict[int, LevelSupply] = {}
+    distinct_bug_sets_estimate: int = 0
 
 
 def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -48,10 +63,17 @@ def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def bench_repo(
-    env_id: str = "repo-python", tasks: int = 10, sample: int = 0, seed: int = 0
+    env_id: str = "repo-python",
+    tasks: int = 10,
+    sample: int = 0,
+    seed: int = 0,
+    level_sample: int = 0,
+    on_level: Callable[[LevelSupply], None] | None = None,
 ) -> RepoBench:
     """Reset, step and verdict medians over ``tasks`` difficulty-1 train tasks; the verified
-    supply from ``sample`` random candidates (0: not measured)."""
+    supply from ``sample`` random candidates (0: not measured); with ``level_sample`` > 0,
+    each level's supply from that many random candidates judged as the level judges them
+    (``on_level`` sees each level as it is measured)."""
     env = make(env_id)
     assert isinstance(env, RepoEnvironment)
     drawn = [env.task("train", 1, i) for i in range(tasks)]
@@ -81,6 +103,25 @@ def bench_repo(
         kept += bool(verdict.get("ok"))
     per = (time.perf_counter() - t) / n if n else 0.0
     lo, hi = _wilson(kept, n)
+    levels = {}
+    for d in env.difficulties if level_sample else []:
+        drawn_n, kept_n, _ = env.sample_level(d, level_sample, seed=seed)
+        d_lo, d_hi = _wilson(kept_n, drawn_n)
+        levels[d] = LevelSupply(
+            difficulty=d,
+            sampled=drawn_n,
+            kept=kept_n,
+            kept_share=round(kept_n / drawn_n, 4) if drawn_n else 0.0,
+            kept_share_ci95=(d_lo, d_hi),
+            tasks_estimate=round(candidates * kept_n / drawn_n) if drawn_n else 0,
+            tasks_ci95=(round(candidates * d_lo), round(candidates * d_hi)),
+        )
+        if on_level:
+            on_level(levels[d])
+    # Distinct bug sets: every kept single (levels 0 to 3 pose the same singles) and the
+    # pairs and triples of levels 4 and 5.
+    singles = round(candidates * kept / n) if n else 0
+    multi = sum(levels[d].tasks_estimate for d in (4, 5) if d in levels)
     return RepoBench(
         env=env_id,
         tasks=len(drawn),
@@ -95,4 +136,6 @@ def bench_repo(
         verified_supply_estimate=round(candidates * kept / n) if n else 0,
         verified_supply_ci95=(round(candidates * lo), round(candidates * hi)),
         verify_ms_per_candidate=round(per * 1000, 1),
+        levels=levels,
+        distinct_bug_sets_estimate=singles + multi,
     )

@@ -148,8 +148,11 @@ def audit(
     ``diversity`` < 1,000 samples only the first ``diversity`` of those tasks, for speed at
     scale: plan shapes are then counted in that prefix (a lower bound on the count per 1,000,
     so the threshold stays sound) and distinct instructions are scaled to a rate per 1,000.
+    An environment's ``audit_diversity`` attribute caps it the same way.
     """
-    k = max(1, min(1000, diversity))
+    # A world whose tasks are costly to draw (each verified by real test runs) may cap its
+    # diversity sample (``audit_diversity``); other worlds keep the 1,000 asked for.
+    k = max(1, min(1000, diversity, getattr(env, "audit_diversity", 1000)))
     policies = _policies(env, seed)
     rewards: dict[str, list[float]] = defaultdict(list)
     success: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))

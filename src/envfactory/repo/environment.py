@@ -75,6 +75,10 @@ class RepoEnvironment(Environment):
     """Bug-fix tasks in pinned real projects, verified by their own test suites."""
 
     kind = "repo"
+    # The audit's diversity sample (its 1,000 top-level tasks and 1,000 spread ones) would
+    # verify thousands of mutations by real test runs; this prefix is counted instead (plan
+    # shapes as they are, a lower bound; distinct instructions scaled to a rate per 1,000).
+    audit_diversity = 240
 
     def __init__(
         self,
@@ -162,27 +166,46 @@ class RepoEnvironment(Environment):
         """Verify the next batch of the cell's order; keep what the level accepts."""
         batch = cell.order[cell.pos : cell.pos + BATCH]
         cell.pos += len(batch)
-        singles = self._verify_singles(batch)
-        for (p, m), v in zip(batch, singles, strict=True):
-            if not v["ok"] or not self._fits(p, m, v, difficulty):
-                continue
-            group = [(p, m)]
-            if difficulty >= 4:
-                more = self._partners(cell, p, m, difficulty, split)
-                if more is None:
-                    continue
-                group += more
-            verdict = v
-            ms = [x for _, x in group]
-            root = projects.tree_path(p)
-            if gold_edits({m.file: (root / m.file).read_bytes() for m in ms}, ms) is None:
-                continue
-            if len(group) > 1:
-                verdict = verify(p, [[x for _, x in group]])[0]
-                if not verdict["ok"] or not self._each_seen(group, verdict):
-                    continue
+        for group, verdict in self._accept(batch, difficulty):
             cell.kept.append(group)
             cell.verdicts.append(verdict)
+
+    def _accept(
+        self, batch: list[tuple[Project, Mutation]], difficulty: int
+    ) -> list[tuple[list[tuple[Project, Mutation]], dict[str, Any]]]:
+        """The tasks (bug groups and their verdicts) a batch of candidates gives at a level,
+        in batch order. Every sandbox run serves the whole batch: its candidates, then
+        (levels 4 and 5) each round of their partners, then their combinations."""
+        singles = self._verify_singles(batch)
+        firsts = [
+            (p, m, v)
+            for (p, m), v in zip(batch, singles, strict=True)
+            if v["ok"] and self._fits(p, m, v, difficulty)
+        ]
+        if difficulty >= 4:
+            partners = self._partners([(p, m) for p, m, _ in firsts], difficulty)
+        else:
+            partners = [[] for _ in firsts]
+        groups: list[tuple[list[tuple[Project, Mutation]], dict[str, Any]]] = []
+        for (p, m, v), more in zip(firsts, partners, strict=True):
+            if more is None:
+                continue
+            group = [(p, m), *more]
+            ms = [x for _, x in group]
+            root = projects.tree_path(p)
+            if gold_edits({x.file: (root / x.file).read_bytes() for x in ms}, ms) is None:
+                continue
+            groups.append((group, v))
+        together = self._verify_groups([g for g, _ in groups if len(g) > 1])
+        out = []
+        for group, v in groups:
+            verdict = v
+            if len(group) > 1:
+                verdict = together.pop(0)
+                if not verdict["ok"] or not self._each_seen(group, verdict):
+                    continue
+            out.append((group, verdict))
+        return out
 
     def _verify_singles(self, batch: list[tuple[Project, Mutation]]) -> list[dict[str, Any]]:
         by_project: dict[str, list[int]] = {}
@@ -205,31 +228,55 @@ class RepoEnvironment(Environment):
             return not near
         return True
 
+    def _verify_groups(self, groups: list[list[tuple[Project, Mutation]]]) -> list[dict[str, Any]]:
+        """The verdict on each group of mutations applied together: one run per project."""
+        by_project: dict[str, list[int]] = {}
+        for i, group in enumerate(groups):
+            by_project.setdefault(group[0][0].key, []).append(i)
+        out: list[dict[str, Any]] = [{} for _ in groups]
+        for idx in by_project.values():
+            p = groups[idx[0]][0][0]
+            found = verify(p, [[m for _, m in groups[i]] for i in idx])
+            for i, v in zip(idx, found, strict=True):
+                out[i] = v
+        return out
+
     def _partners(
-        self, cell: _Cell, p: Project, first: Mutation, difficulty: int, split: Split
-    ) -> list[tuple[Project, Mutation]] | None:
-        """Other bugs for a level-4 (same file) or level-5 (other files) task, drawn from the
-        split's candidates of the same project, each verified alone."""
-        rng = random.Random(stable_hash("partners", self.id, first.id, difficulty))
-        pool = [
-            (q, m)
-            for q, m in self.catalog[split]
-            if q is p
-            and m.qualname != first.qualname
-            and ((m.file == first.file) == (difficulty == 4))
-        ]
+        self, firsts: list[tuple[Project, Mutation]], difficulty: int
+    ) -> list[list[tuple[Project, Mutation]] | None]:
+        """Other bugs for each level-4 (same file) or level-5 (other files) task, drawn from
+        the candidates of the same project in the split of the first one's file, each
+        verified alone (in up to three rounds of four picks; a round's picks for every
+        first share one run)."""
         want = 1 if difficulty == 4 else 2
-        chosen: list[tuple[Project, Mutation]] = []
+        states: list[
+            tuple[random.Random, list[tuple[Project, Mutation]], list[tuple[Project, Mutation]]]
+        ] = []
+        for p, first in firsts:
+            rng = random.Random(stable_hash("partners", self.id, first.id, difficulty))
+            pool = [
+                (q, m)
+                for q, m in self.catalog[self.file_split(p, first.file)]
+                if q is p
+                and m.qualname != first.qualname
+                and ((m.file == first.file) == (difficulty == 4))
+            ]
+            states.append((rng, pool, []))
         for _ in range(3):
-            if len(chosen) >= want or not pool:
+            picks: list[tuple[int, tuple[Project, Mutation]]] = []
+            for i, (rng, pool, chosen) in enumerate(states):
+                if len(chosen) < want and pool:
+                    picks += [(i, x) for x in rng.sample(pool, min(len(pool), 4))]
+            if not picks:
                 break
-            picks = rng.sample(pool, min(len(pool), 4))
-            for (q, m), v in zip(picks, verify(p, [[m] for _, m in picks]), strict=True):
+            found = self._verify_singles([x for _, x in picks])
+            for (i, (q, m)), v in zip(picks, found, strict=True):
+                chosen = states[i][2]
                 clash = any(m.qualname == c.qualname or (m.file == c.file and difficulty == 5)
                             for _, c in chosen)  # fmt: skip
                 if v["ok"] and not clash and len(chosen) < want:
                     chosen.append((q, m))
-        return chosen if len(chosen) == want else None
+        return [chosen if len(chosen) == want else None for _, _, chosen in states]
 
     @staticmethod
     def _each_seen(group: list[tuple[Project, Mutation]], verdict: dict[str, Any]) -> bool:
@@ -349,13 +396,44 @@ class RepoEnvironment(Environment):
         """Candidate mutations (lines some passing test runs) per split."""
         return {s: len(v) for s, v in self.catalog.items()}
 
-    def sample_verdicts(self, n: int, seed: int = 0) -> Iterator[tuple[Mutation, dict[str, Any]]]:
-        """Verdicts on ``n`` candidates drawn at random from every split (for the bench)."""
+    def _sample(self, n: int, seed: int) -> list[list[tuple[Project, Mutation]]]:
+        """``n`` candidates drawn at random from every split, in batches of one project (so
+        that each batch is one sandbox run)."""
         pool = [x for v in self.catalog.values() for x in v]
-        picks = random.Random(seed).sample(pool, min(n, len(pool)))
-        for i in range(0, len(picks), BATCH):
-            chunk = picks[i : i + BATCH]
-            yield from zip((m for _, m in chunk), self._verify_singles(chunk), strict=True)
+        picks = random.Random(stable_hash("sample", seed)).sample(pool, min(n, len(pool)))
+        by_project: dict[str, list[tuple[Project, Mutation]]] = {}
+        for p, m in picks:
+            by_project.setdefault(p.key, []).append((p, m))
+        size = 2 * BATCH
+        return [
+            xs[i : i + size]
+            for _, xs in sorted(by_project.items())
+            for i in range(0, len(xs), size)
+        ]
+
+    def sample_level(self, difficulty: int, n: int, seed: int = 0) -> tuple[int, int, set[str]]:
+        """How many of ``n`` candidates drawn at random (from every split) a level keeps:
+        ``(drawn, kept, identities of the kept bug sets)``. Each is judged exactly as a
+        cell's scan judges it (verified, fitted to the level, partnered, combined); every
+        level judges the same draw (its verdicts are shared)."""
+        drawn, kept, found = 0, 0, set[str]()
+        for batch in self._sample(n, seed):
+            accepted = self._accept(batch, difficulty)
+            drawn += len(batch)
+            kept += len(accepted)
+            found.update(key_of_group(g) for g, _ in accepted)
+        return drawn, kept, found
+
+    def sample_verdicts(self, n: int, seed: int = 0) -> Iterator[tuple[Mutation, dict[str, Any]]]:
+        """Verdicts on ``n`` candidates drawn at random from every split (for the bench): the
+        draw :meth:`sample_level` judges."""
+        for batch in self._sample(n, seed):
+            yield from zip((m for _, m in batch), self._verify_singles(batch), strict=True)
+
+
+def key_of_group(group: list[tuple[Project, Mutation]]) -> str:
+    """A bug set's identity: its project and mutations."""
+    return group[0][0].key + "|" + "+".join(sorted(m.id for _, m in group))
 
 
 def source_hash(p: Project, changed: dict[str, bytes]) -> str:
