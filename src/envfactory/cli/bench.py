@@ -53,9 +53,15 @@ def bench(
         False,
         "--repo",
         help="Repository worlds (--env, default repo-python): reset, step and verdict; with "
-        "--sample N, the verified supply from N candidates drawn at random.",
+        "--sample N, the verified supply from N candidates drawn at random at every level.",
     ),
     sample: int = typer.Option(0, "--sample", min=0, help="--repo: candidates to verify."),
+    web: bool = typer.Option(
+        False,
+        "--web",
+        help="Web worlds (--env, default web-retail) through a real headless browser: reset "
+        "and action latency, and episodes held at once.",
+    ),
     decode: bool = typer.Option(
         False,
         "--decode",
@@ -123,7 +129,14 @@ def bench(
         repo_env = env_id if env_id.startswith("repo-") else "repo-python"
         load_env(repo_env)  # an unavailable world says why
         with err_console.status(f"benchmarking {repo_env} (verified tasks, real test runs)"):
-            result = bench_repo(repo_env, sample=sample)
+            result = bench_repo(repo_env, sample=sample, level_sample=sample)
+    elif web:
+        from envfactory.bench.web import bench_web
+
+        web_env = env_id if env_id.startswith("web-") else "web-retail"
+        load_env(web_env)  # an unavailable world says why
+        with err_console.status(f"benchmarking {web_env} through the browser"):
+            result = bench_web(web_env)
     elif decode:
         from envfactory.bench.decode import bench_decode
 
