@@ -11,13 +11,13 @@ times the kept share, with a 95% Wilson interval.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from statistics import median
 
 from pydantic import BaseModel
 
+from envfactory.bench.calibration import wilson
 from envfactory.episode.types import ToolCall
 from envfactory.registry import make
 from envfactory.repo.environment import RepoEnvironment, RepoHidden
@@ -51,15 +51,6 @@ class RepoBench(BaseModel):
     verify_ms_per_candidate: float
     levels: dict[int, LevelSupply] = {}
     distinct_bug_sets_estimate: int = 0
-
-
-def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return round(max(0.0, mid - half), 4), round(min(1.0, mid + half), 4)
 
 
 def bench_repo(
@@ -102,11 +93,11 @@ def bench_repo(
         n += 1
         kept += bool(verdict.get("ok"))
     per = (time.perf_counter() - t) / n if n else 0.0
-    lo, hi = _wilson(kept, n)
+    lo, hi = wilson(kept, n)
     levels = {}
     for d in env.difficulties if level_sample else []:
         drawn_n, kept_n, _ = env.sample_level(d, level_sample, seed=seed)
-        d_lo, d_hi = _wilson(kept_n, drawn_n)
+        d_lo, d_hi = wilson(kept_n, drawn_n)
         levels[d] = LevelSupply(
             difficulty=d,
             sampled=drawn_n,
