@@ -84,6 +84,13 @@ class Environment(ABC):
 
         return RandomPolicy(seed=seed)
 
+    def noisy_oracle(self, skill: float = 0.8, seed: int = 0) -> Policy:
+        """The graded baseline of ``check`` and ``audit``: the oracle slipping on each tool
+        call with probability 1 - skill (a web world: on each tool call's browser actions)."""
+        from envfactory.policies.scripted import NoisyOracle
+
+        return NoisyOracle(skill=skill, seed=seed)
+
     def coverage_tools(self) -> list[str]:
         """The actions tool coverage is measured over: the tools (a web world: its forms)."""
         return [str(t["name"]) for t in self.tools("mcp")]

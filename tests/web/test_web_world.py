@@ -280,3 +280,20 @@ def test_an_openapi_compiled_world_is_a_website_too() -> None:
             assert run_episode(env, task, NoOp(), episode).reward == 0.0
     finally:
         episode.close()
+
+
+@needs_browser
+def test_the_noisy_oracle_slips_per_tool_call_through_the_browser(
+    web: tuple[WebEnvironment, WebEpisode],
+) -> None:
+    env, episode = web
+    task = env.task("train", 2, 4)
+    assert isinstance(task.hidden, WebHidden) and len(task.hidden.owner) == len(
+        task.hidden.gold_plan
+    )
+    perfect = env.noisy_oracle(skill=1.0, seed=0)
+    assert run_episode(env, task, perfect, episode).reward == 1.0
+    hopeless = env.noisy_oracle(skill=0.0, seed=0)
+    verdict = run_episode(env, task, hopeless, episode)
+    assert verdict.reward is not None and verdict.reward < 1.0
+    assert verdict.status == "completed"

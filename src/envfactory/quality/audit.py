@@ -22,7 +22,6 @@ from envfactory.episode.runner import run_episode
 from envfactory.errors import SynthesisError
 from envfactory.policies.scripted import (
     Guess,
-    NoisyOracle,
     NoOp,
     Oracle,
     Policy,
@@ -79,7 +78,7 @@ def _policies(env: Environment, seed: int) -> dict[str, list[Policy]]:
     task 60 tasks a level leave a sampling error close to the 0.1 rise the check allows."""
     return {
         "oracle": [Oracle()],
-        "noisy_oracle": [NoisyOracle(skill=0.8, seed=seed + k) for k in range(NOISY_RUNS)],
+        "noisy_oracle": [env.noisy_oracle(0.8, seed + k) for k in range(NOISY_RUNS)],
         "noop": [NoOp()],
         "random": [env.random_policy(seed)],
         "spam": [SpamWrites(seed=seed, writes=write_tools(env.tools("mcp")))],

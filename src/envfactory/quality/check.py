@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from envfactory.env import Environment
 from envfactory.episode.runner import run_episode
 from envfactory.errors import SynthesisError
-from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, Policy
+from envfactory.policies.scripted import NoOp, Oracle, Policy
 from envfactory.tasks.seeds import SPLIT_SHARES
 from envfactory.tasks.types import Split, Task
 
@@ -101,7 +101,7 @@ def check(
             "oracle": Oracle(),
             "noop": NoOp(),
             "random": env.random_policy(seed),
-            "noisy_oracle": NoisyOracle(skill=0.8, seed=seed),
+            "noisy_oracle": env.noisy_oracle(0.8, seed),
         }
         for name, policy in policies.items():
             reward = run_episode(env, task, policy, episode).reward or 0.0

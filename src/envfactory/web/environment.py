@@ -28,6 +28,9 @@ class WebHidden(HiddenTask):
     domain: HiddenTask
     domain_public: PublicTask
     clutter: int = Field(0, description="0-4: banner, look-alike buttons, pop-up, short pages")
+    owner: list[int] = Field(
+        default_factory=list, description="per browser step, its domain step (-1: the pop-up)"
+    )
 
 
 class WebEnvironment(Environment):
@@ -63,7 +66,7 @@ class WebEnvironment(Environment):
                 "tools": list(ACTIONS),
             }
         )
-        plan, asks, needs = browser_plan(base.hidden, self.domain.world, clutter)
+        plan, asks, needs, owner = browser_plan(base.hidden, self.domain.world, clutter)
         fields = base.hidden.model_dump(exclude={"task_id", "gold_plan", "asks", "needs"})
         hidden = WebHidden(
             **fields,
@@ -74,6 +77,7 @@ class WebEnvironment(Environment):
             domain=base.hidden,
             domain_public=p,
             clutter=clutter,
+            owner=owner,
         )
         return Task(public=public, hidden=hidden, initial_hash=base.initial_hash)
 
@@ -112,6 +116,13 @@ class WebEnvironment(Environment):
 
         return RandomClicker(seed=seed)
 
+    def noisy_oracle(self, skill: float = 0.8, seed: int = 0) -> Any:
+        """The noisy oracle slipping per tool call, as in the domain's world, acting through
+        the browser (a slip per browser action would grade forms by their field count)."""
+        from envfactory.web.policies import WebNoisyOracle
+
+        return WebNoisyOracle(skill=skill, seed=seed)
+
     def coverage_tools(self) -> list[str]:
         """The site's forms (the domain's actions): what tool coverage counts."""
         return list(self.domain.world.tools)
@@ -139,7 +150,7 @@ def _text(value: Any) -> str:
 
 def browser_plan(
     hidden: HiddenTask, world: World, clutter: int
-) -> tuple[list[PlanStep], list[Ask], list[list[int]]]:
+) -> tuple[list[PlanStep], list[Ask], list[list[int]], list[int]]:
     """The domain's gold plan as browser actions: per tool call, open its page from the
     menu, fill each text argument and choose each listed one, then submit (Enter in the last
     field of a search, the button of an action). Asks and step needs move with their steps."""
@@ -186,4 +197,4 @@ def browser_plan(
         for k in owner:
             wanted = hidden.needs[k] if 0 <= k < len(hidden.needs) else []
             needs.append(sorted(submits[m] for m in wanted if m < len(submits)))
-    return plan, asks, needs
+    return plan, asks, needs, owner
