@@ -37,7 +37,10 @@ def demo(
     # Multi-agent worlds have seats, not one agent: `envfactory check ENV` plays their
     # scripted seats against each other, and `envfactory match` runs them through the engine.
     multi = [e for e in list_envs() if make(e).kind == "multiagent"]
-    env_ids = [e for e in list_envs() if e not in multi]
+    # Web worlds are the database worlds again, through a browser per episode (seconds each):
+    # `envfactory check web-retail` runs them.
+    web = [e for e in list_envs() if make(e).kind == "web"]
+    env_ids = [e for e in list_envs() if e not in multi and e not in web]
     refs = [
         TaskRef(env_id, split, difficulty, index)
         for env_id in env_ids
@@ -95,6 +98,11 @@ def demo(
         console.print(
             f"multi-agent worlds left out (seats, not one agent; try `envfactory check ENV`): "
             f"{', '.join(multi)}"
+        )
+    if web:
+        console.print(
+            f"web worlds left out (a browser per episode; try `envfactory check web-retail`): "
+            f"{len(web)} ({web[0]} ...)"
         )
     for what, count in sorted(unscored.items()):
         console.print(f"[yellow]{count} episodes not scored: {what}[/yellow]")
