@@ -125,16 +125,20 @@ def test_domain_errors_are_page_feedback_with_the_domains_message(
     episode.reset(task)
     db = domain.episode()
     db.reset(env.domain_task(task))
-    expected = db.step(ToolCall(tool="cancel_order", arguments={"order_id": "ORD-99999"}))
+    args = {"order_id": "ORD-99999", "reason": "ordered_by_mistake"}
+    expected = db.step(ToolCall(tool="cancel_order", arguments=args))
     db.close()
     assert expected.error is not None
-    episode.step(ToolCall(tool="click", arguments={"bid": "nav-cancel_order"}))
-    episode.step(
-        ToolCall(tool="fill", arguments={"bid": "cancel_order-order_id", "value": "ORD-99999"})
-    )
-    episode.step(
-        ToolCall(tool="select_option", arguments={"bid": "cancel_order-reason", "options": "other"})
-    )
+    for call in (
+        ToolCall(tool="click", arguments={"bid": "nav-cancel_order"}),
+        ToolCall(tool="fill", arguments={"bid": "cancel_order-order_id", "value": "ORD-99999"}),
+        ToolCall(
+            tool="select_option",
+            arguments={"bid": "cancel_order-reason", "options": args["reason"]},
+        ),
+    ):
+        step = episode.step(call)
+        assert step.error is None, (call, step.error)
     obs = episode.step(ToolCall(tool="click", arguments={"bid": "cancel_order-submit"}))
     assert obs.kind == "tool_result" and obs.error is not None
     assert obs.error.code == expected.error.code and obs.error.message == expected.error.message

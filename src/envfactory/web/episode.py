@@ -146,10 +146,8 @@ class WebEpisode(ToolEpisode):
             return error_observation(err)
         except Exception as exc:  # the browser itself failed: not the agent's doing
             return self._fault(exc)
-        self._sync()
-        sub = self.session.last if self.session.submissions > before else None
         try:
-            return self._page(sub)
+            return self._page(before)
         except Exception as exc:
             return self._fault(exc)
 
@@ -172,10 +170,15 @@ class WebEpisode(ToolEpisode):
         if self.inner.done and not self.done:
             self.done, self.status = True, self.inner.status
 
-    def _page(self, sub: Any) -> Observation:
+    def _page(self, submissions: int | None) -> Observation:
+        """The page once the action's navigation has finished, with what a form sent since
+        ``submissions`` was counted (the server has answered by the time the page loaded)."""
         assert self.driver is not None and self.session is not None
         page = browser.observe(self.driver, self.doc)
         self.doc = page.doc
+        self._sync()
+        sent = submissions is not None and self.session.submissions > submissions
+        sub = self.session.last if sent else None
         base = site().base(self.session)
         url = page.url.removeprefix(base) if page.url.startswith(base) else page.url
         data: dict[str, Any] = {"url": url, "title": page.title, "page": page.text}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from envfactory.research.articles import Article
 from envfactory.research.corpus import Doc, Library
-from envfactory.research.pydocs.extract import Api, Module, stdlib, version
+from envfactory.research.pydocs.extract import Api, Module, stdlib_isolated, version
 
 MENTION = re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+\b|\b[A-Za-z_]\w*(?=\(\))")
 
@@ -46,7 +46,7 @@ class PyDocs(Library):
 
     def __init__(self) -> None:
         self.version = version()
-        modules = stdlib()
+        modules = stdlib_isolated()
         self.objects: list[Obj] = []
         self.methods: dict[tuple[int, str], int] = {}  # (class, qualname) -> method
         apis: list[Api | Module] = []

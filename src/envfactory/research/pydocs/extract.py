@@ -7,15 +7,21 @@ a module that fails to import is left out. Of each, the public functions and cla
 with their signatures. Defaults are kept only when their ``repr`` is the same in every process
 (numbers, short plain strings, ``None`` and booleans); others show as ``...``. Everything is
 sorted, so two processes of one Python minor version see the same facts.
+
+What a module shows depends on what else the process has imported (a submodule becomes an
+attribute of its package; a library may patch a class), so :func:`stdlib_isolated` reads the
+facts in a fresh interpreter (``python -I -S`` on this file) rather than in the caller's.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import re
+import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 MODULES = (
@@ -199,3 +205,31 @@ def stdlib() -> list[Module]:
 def version() -> str:
     """The Python minor version the facts are read from."""
     return "{}.{}".format(*sys.version_info[:2])
+
+
+def _api(d: dict[str, Any]) -> Api:
+    params = None if d["params"] is None else [Param(**p) for p in d["params"]]
+    methods = [_api(m) for m in d["methods"]]
+    return Api(d["module"], d["qualname"], d["kind"], params, d["doc"], methods, d["bases"])
+
+
+def stdlib_isolated() -> list[Module]:
+    """:func:`stdlib` as a fresh interpreter of this Python reads it: the same in every
+    process, whatever the caller has imported or patched."""
+    run = subprocess.run(
+        [sys.executable, "-I", "-S", __file__],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8"},
+    )
+    return [
+        Module(
+            m["name"], m["doc"], [_api(f) for f in m["functions"]], [_api(c) for c in m["classes"]]
+        )
+        for m in json.loads(run.stdout)
+    ]
+
+
+if __name__ == "__main__":
+    json.dump([asdict(m) for m in stdlib()], sys.stdout)
