@@ -4,9 +4,9 @@
 world: the reset (the database snapshot, a fresh session, the tab cleared and sent to the
 site's home page, the first observation) and every browser action (the action, the page load
 it causes, the observation), as medians and 95th percentiles. Then it holds ``held``
-episodes at once (one browser each), each driven by the oracle in its own thread, and reports,
-for each count, whether every episode still scored 1.0, the actions per second of all of them
-together, and the action latency. ``concurrent_episodes_held`` is the largest count that
+episodes at once (a tab each in the pool's capped browsers), each driven by the oracle in its
+own thread, and reports, for each count, whether every episode still scored 1.0, the actions
+per second of all of them together, the action latency and the browsers running. ``concurrent_episodes_held`` is the largest count that
 completed. Browsers are started before the clock runs (the pool keeps them).
 """
 
@@ -40,6 +40,7 @@ class HeldEpisodes(BaseModel):
     step_ms_p50: float
     step_ms_p95: float
     memory_used_mb: float
+    browsers: int  # Chromiums running for these episodes (the pool's cap)
 
 
 class WebBench(BaseModel):
@@ -137,6 +138,7 @@ def _hold(env: WebEnvironment, k: int, rounds: int) -> HeldEpisodes:
         step_ms_p50=_ms(steps),
         step_ms_p95=_ms(steps, 95),
         memory_used_mb=round(peak - before, 1),
+        browsers=len(browser.POOL.browsers),
     )
 
 

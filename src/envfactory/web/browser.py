@@ -1,9 +1,11 @@
 """Headless Chromium (Debian's package and its chromedriver, driven with Selenium): a pool of
 browsers, the page as an observation with element ids, and BrowserGym's actions.
 
-Starting a browser takes about a second, so a process keeps idle ones: an episode borrows one
-for its life and gives it back on ``close()``. A reset opens a fresh tab (no history) after
-clearing cookies and storage, so nothing of an earlier episode is left.
+Starting a browser takes about a second and each holds hundreds of megabytes, so a process
+keeps a few (:class:`BrowserPool`) and an episode holds a tab in one for its life, closed on
+``close()``. A reset sends the tab to the site and clears its history, so nothing of an
+earlier episode is left (the site keeps its state on the server, by session, and stores
+nothing in the browser).
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
+import os
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +27,6 @@ if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver
 
 WIDTH, HEIGHT = 1280, 900
-MAX_IDLE = 8
 
 # The page as text: one line per element an agent can see, [bid] before the interactive ones.
 OBSERVE_JS = r"""
@@ -128,43 +131,133 @@ def launch() -> WebDriver:
     return driver
 
 
-class BrowserPool:
-    """Idle browsers of this process; quit at exit."""
+class Browser:
+    """One Chromium and the tabs episodes hold in it. Selenium drives one tab at a time, so an
+    action takes the browser's lock and switches to its tab; a blank first window keeps the
+    browser open when no episode holds a tab."""
 
-    def __init__(self, max_idle: int = MAX_IDLE) -> None:
-        self.max_idle = max_idle
-        self.idle: list[WebDriver] = []
-        self.live: set[int] = set()
+    def __init__(self, driver: WebDriver) -> None:
+        self.driver = driver
+        self.lock = threading.RLock()
+        self.current = driver.current_window_handle
+        self.tabs = 0
+        self.broken = False
+
+
+class Tab:
+    """An episode's tab: ``with tab.use() as driver`` acts on it alone."""
+
+    def __init__(self, browser: Browser, handle: str) -> None:
+        self.browser = browser
+        self.handle = handle
+
+    @contextlib.contextmanager
+    def use(self) -> Iterator[WebDriver]:
+        b = self.browser
+        with b.lock:
+            if b.current != self.handle:
+                b.driver.switch_to.window(self.handle)
+                b.current = self.handle
+            yield b.driver
+
+    def break_browser(self) -> None:
+        """The browser failed: no new tab goes to it, and it quits when its last tab closes."""
+        self.browser.broken = True
+
+
+class BrowserPool:
+    """At most ``max_browsers`` Chromiums for the whole process, their tabs spread evenly:
+    a new episode opens a tab in the least-busy browser (starting another only while under the
+    cap), so any number of live episodes costs a bounded number of browsers and never waits
+    for one. Quit at exit."""
+
+    def __init__(self, max_browsers: int | None = None) -> None:
+        self.max_browsers = max_browsers or _max_browsers()
+        self.browsers: list[Browser] = []
+        self.starting = 0
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)  # a browser started, failed or left
         self.launched = 0
 
-    def acquire(self) -> WebDriver:
-        with self.lock:
-            driver = self.idle.pop() if self.idle else None
-        if driver is None:
-            driver = launch()
-            with self.lock:
-                self.launched += 1
-        return driver
-
-    def release(self, driver: WebDriver) -> None:
+    def open_tab(self) -> Tab:
+        browser = self._least_busy() or self._start()
         try:
-            driver.delete_all_cookies()
-            driver.get("about:blank")
+            with browser.lock:
+                browser.driver.switch_to.new_window("tab")
+                browser.current = browser.driver.current_window_handle
+                return Tab(browser, browser.current)
         except Exception:
-            quit_quietly(driver)
-            return
+            self._forget(browser, broken=True)
+            raise
+
+    def _least_busy(self) -> Browser | None:
+        """The live browser with the fewest tabs, counted as one more; None: start another
+        (every browser has a tab and the cap allows one more). While a browser is starting,
+        waits for it rather than piling more tabs on the running ones."""
+        with self.changed:
+            while True:
+                live = [b for b in self.browsers if not b.broken]
+                least = min(live, key=lambda b: b.tabs, default=None)
+                room = len(live) + self.starting < self.max_browsers
+                if room and (least is None or least.tabs > 0):
+                    self.starting += 1
+                    return None
+                if least is not None and (least.tabs == 0 or not self.starting):
+                    least.tabs += 1
+                    return least
+                self.changed.wait()  # for a browser still starting: it will be the least busy
+
+    def _start(self) -> Browser:
+        try:
+            browser = Browser(launch())
+        except BaseException:
+            with self.changed:
+                self.starting -= 1
+                self.changed.notify_all()
+            raise
+        with self.changed:
+            self.starting -= 1
+            browser.tabs = 1
+            self.browsers.append(browser)
+            self.launched += 1
+            self.changed.notify_all()
+        return browser
+
+    def close_tab(self, tab: Tab) -> None:
+        b = tab.browser
+        if not b.broken:
+            try:
+                with b.lock:
+                    b.driver.switch_to.window(tab.handle)
+                    b.driver.close()
+                    b.current = b.driver.window_handles[0]
+                    b.driver.switch_to.window(b.current)
+            except Exception:
+                b.broken = True
+        self._forget(b, broken=b.broken)
+
+    def _forget(self, b: Browser, broken: bool) -> None:
+        """One tab fewer in ``b``; a broken browser quits when no episode holds a tab in it."""
         with self.lock:
-            if len(self.idle) < self.max_idle:
-                self.idle.append(driver)
-                return
-        quit_quietly(driver)
+            b.tabs -= 1
+            b.broken = b.broken or broken
+            gone = b.broken and b.tabs <= 0 and b in self.browsers
+            if gone:
+                self.browsers.remove(b)
+        if gone:
+            quit_quietly(b.driver)
 
     def close(self) -> None:
         with self.lock:
-            idle, self.idle = self.idle, []
-        for driver in idle:
-            quit_quietly(driver)
+            browsers, self.browsers = self.browsers, []
+        for b in browsers:
+            quit_quietly(b.driver)
+
+
+def _max_browsers() -> int:
+    """``ENVFACTORY_MAX_BROWSERS``, else two per CPU."""
+    given = os.environ.get("ENVFACTORY_MAX_BROWSERS", "")
+    return int(given) if given.isdigit() and int(given) > 0 else 2 * (os.cpu_count() or 1)
 
 
 def quit_quietly(driver: WebDriver) -> None:
@@ -186,8 +279,7 @@ class Page:
 
 
 def fresh_tab(driver: WebDriver, url: str) -> None:
-    """The tab at ``url`` with no history of an earlier episode (the site keeps its state on
-    the server, by session, and sets no cookies; a returned browser's are cleared)."""
+    """The tab at ``url`` with no history of an earlier episode."""
     driver.get(url)
     driver.execute_cdp_cmd("Page.resetNavigationHistory", {})
 

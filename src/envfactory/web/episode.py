@@ -76,13 +76,19 @@ class WebEpisode(ToolEpisode):
         self.config = replace(given, max_steps=given.max_steps * ACTIONS_PER_STEP)
         self.inner = env.domain.episode(given)
         self.screenshot = screenshot
-        self.driver: WebDriver | None = None
+        self.tab: browser.Tab | None = None
         self.session: Session | None = None
         self.doc: Any = None  # the mark of the page last observed
         self.task: Task | None = None
         self.steps = 0
         self.done = False
         self.status = "truncated"
+
+    @property
+    def driver(self) -> WebDriver:
+        """The browser of this episode's tab (act on it only inside ``self.tab.use()``)."""
+        assert self.tab is not None, "call reset(task) first"
+        return self.tab.browser.driver
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -95,14 +101,18 @@ class WebEpisode(ToolEpisode):
         if self.session is not None:
             home.close(self.session)
         self.session = home.open(self.inner, self.env.clutter_of(task))
-        if self.driver is None:
-            self.driver = browser.POOL.acquire()
-        browser.fresh_tab(self.driver, home.base(self.session))
+        if self.tab is not None and self.tab.browser.broken:
+            browser.POOL.close_tab(self.tab)
+            self.tab = None
+        if self.tab is None:
+            self.tab = browser.POOL.open_tab()
         self.doc = None
         self.task = task
         self.steps = 0
         self.done, self.status = False, "truncated"
-        page = self._page(None)
+        with self.tab.use():
+            browser.fresh_tab(self.driver, home.base(self.session))
+            page = self._page(None)
         return Observation(
             kind="task",
             content=f"{task.public.instruction}\n\n{page.content}",
@@ -113,9 +123,9 @@ class WebEpisode(ToolEpisode):
         if self.session is not None:
             site().close(self.session)
             self.session = None
-        if self.driver is not None:
-            browser.POOL.release(self.driver)
-            self.driver = None
+        if self.tab is not None:
+            browser.POOL.close_tab(self.tab)
+            self.tab = None
         self.inner.close()
 
     # -- acting ------------------------------------------------------------------------------
@@ -133,22 +143,20 @@ class WebEpisode(ToolEpisode):
         try:
             args = validate(call.tool, spec[1], arguments)
         except ToolFailure as exc:
-            err = ToolError(code=exc.code, message=exc.message, tool=call.tool, field=exc.field)
-            return error_observation(err)
+            return _refused(call.tool, exc)
         if call.tool == "send_msg_to_user":
             return self._message(Message(content=args["text"], final=True))
-        assert self.session is not None and self.driver is not None
+        assert self.session is not None and self.tab is not None
         before = self.session.submissions
+        act = getattr(self, f"_{call.tool}")
         try:
-            getattr(self, f"_{call.tool}")(**{k: v for k, v in args.items() if v is not None})
-        except ToolFailure as exc:
-            err = ToolError(code=exc.code, message=exc.message, tool=call.tool, field=exc.field)
-            return error_observation(err)
+            with self.tab.use():
+                try:
+                    act(**{k: v for k, v in args.items() if v is not None})
+                except ToolFailure as exc:
+                    return _refused(call.tool, exc)
+                return self._page(before)
         except Exception as exc:  # the browser itself failed: not the agent's doing
-            return self._fault(exc)
-        try:
-            return self._page(before)
-        except Exception as exc:
             return self._fault(exc)
 
     def _fault(self, exc: Exception) -> Observation:
@@ -159,9 +167,8 @@ class WebEpisode(ToolEpisode):
             if reason is not None:  # the element refused the action: the agent's to fix
                 return error_observation(ToolError(code="precondition_failed", message=reason))
         self.done, self.status = True, "infra_error"
-        if self.driver is not None:
-            browser.quit_quietly(self.driver)
-            self.driver = None
+        if self.tab is not None:
+            self.tab.break_browser()
         msg = f"the browser failed: {type(exc).__name__}"
         return error_observation(ToolError(code="tool_failed", message=msg), done=True)
 
@@ -173,7 +180,7 @@ class WebEpisode(ToolEpisode):
     def _page(self, submissions: int | None) -> Observation:
         """The page once the action's navigation has finished, with what a form sent since
         ``submissions`` was counted (the server has answered by the time the page loaded)."""
-        assert self.driver is not None and self.session is not None
+        assert self.session is not None
         page = browser.observe(self.driver, self.doc)
         self.doc = page.doc
         self._sync()
@@ -196,7 +203,6 @@ class WebEpisode(ToolEpisode):
 
     def _element(self, bid: str, tags: tuple[str, ...] = (), what: str = "") -> WebElement:
         """The shown element ``[bid]`` (one round trip); ``tags`` the kinds it must be."""
-        assert self.driver is not None
         if not BID_PATTERN.match(bid):
             raise ToolFailure("not_found", f"there is no element [{bid[:60]}]", field="bid")
         found = self.driver.execute_script(FIND_JS, bid)
@@ -212,12 +218,10 @@ class WebEpisode(ToolEpisode):
 
     def _fill(self, bid: str, value: str) -> None:
         el = self._element(bid, ("input", "textarea"), "a text field")
-        assert self.driver is not None
         self.driver.execute_script(SET_VALUE_JS, el, value)
 
     def _select_option(self, bid: str, options: str) -> None:
         el = self._element(bid, ("select",), "a drop-down list")
-        assert self.driver is not None
         shown = self.driver.execute_script(SELECT_JS, el, options)
         if shown is not None:
             why = f"[{bid}] has no option {options[:60]!r}; its options are {shown}"
@@ -234,11 +238,10 @@ class WebEpisode(ToolEpisode):
         self._element(bid).send_keys(*keys)  # modifiers are held to the end
 
     def _scroll(self, delta_x: float, delta_y: float) -> None:
-        assert self.driver is not None
         self.driver.execute_script("window.scrollBy(arguments[0], arguments[1])", delta_x, delta_y)
 
     def _goto(self, url: str) -> None:
-        assert self.driver is not None and self.session is not None
+        assert self.session is not None
         base = site().base(self.session)
         parts = urlsplit(url.strip())
         if parts.scheme or parts.netloc:
@@ -255,7 +258,6 @@ class WebEpisode(ToolEpisode):
         self.driver.get(target)
 
     def _go_back(self) -> None:
-        assert self.driver is not None
         self.driver.back()
 
     # -- judging -----------------------------------------------------------------------------
@@ -275,9 +277,15 @@ class WebEpisode(ToolEpisode):
 
     def page_screenshot(self) -> bytes:
         """The current viewport as PNG bytes."""
-        if self.driver is None:
+        if self.tab is None:
             raise EpisodeError("call reset(task) first")
-        return self.driver.get_screenshot_as_png()
+        with self.tab.use() as driver:
+            return driver.get_screenshot_as_png()
+
+
+def _refused(tool: str, exc: ToolFailure) -> Observation:
+    err = ToolError(code=exc.code, message=exc.message, tool=tool, field=exc.field)
+    return error_observation(err)
 
 
 def _as_text(tool: str, arguments: Any) -> Any:
