@@ -37,7 +37,7 @@ def demo(
     # Multi-agent worlds have seats, not one agent: `envfactory check ENV` plays their
     # scripted seats against each other, and `envfactory match` runs them through the engine.
     multi = [e for e in list_envs() if make(e).kind == "multiagent"]
-    # Web worlds are the database worlds again, through a browser per episode (seconds each):
+    # Web worlds are the database worlds again, through a browser tab (seconds an episode):
     # `envfactory check web-retail` runs them.
     web = [e for e in list_envs() if make(e).kind == "web"]
     env_ids = [e for e in list_envs() if e not in multi and e not in web]
@@ -101,7 +101,7 @@ def demo(
         )
     if web:
         console.print(
-            f"web worlds left out (a browser per episode; try `envfactory check web-retail`): "
+            f"web worlds left out (seconds an episode in a browser; try `envfactory check web-retail`): "
             f"{len(web)} ({web[0]} ...)"
         )
     for what, count in sorted(unscored.items()):
