@@ -12,6 +12,7 @@ from test_cli import cli
 
 import envfactory
 from envfactory.bench.calibration import calibrate, plot_calibration, wilson
+from envfactory.bench.calibration import main as calibration_main
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.prompt import exposed_tools, opening
 from envfactory.integrations.embedded import EMBEDDED_NAME, ModelNotFound, embedded_path, load
@@ -154,7 +155,9 @@ def test_calibration_cells_have_the_contract_keys_and_honest_intervals(
     assert Path(picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(tmp_path: Path) -> None:
+def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`--out` appends each world's cells as they are measured; a cell already in the file is
     reported as it was and not measured again."""
     kept = tmp_path / "calibration.jsonl"
@@ -174,3 +177,10 @@ def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(tmp_path: 
     assert cells[1]["tasks"] == 1 and cells[1]["tool_format"] == "grammar"
     lines = [json.loads(line) for line in kept.read_text().splitlines()]
     assert lines == cells
+    # The file renders as the docs page's table and heat map.
+    picture = tmp_path / "heat.png"
+    calibration_main([str(kept), "--plot", str(picture)])
+    table = capsys.readouterr().out.splitlines()
+    assert table[2] == "| hotel | 0 | 10 | 0.30 (0.10-0.60) | 0.300 | 10 | 1.00 | 0.00 | 1.0 |"
+    assert table[3].startswith("| term-git | 0 | 1 | ") and len(table) == 4
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

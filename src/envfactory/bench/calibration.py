@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Container, Sequence
+from pathlib import Path
 from statistics import fmean
 
 from pydantic import BaseModel, Field
@@ -248,3 +249,42 @@ def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:
     fig.tight_layout()
     fig.savefig(path)
     return path
+
+
+def markdown_table(cells: Sequence[CalibrationCell]) -> str:
+    """The cells as the Markdown table of docs/calibration.md."""
+    rows = [
+        "| world | difficulty | tasks | success (95% CI) | mean reward | calls attempted | valid "
+        "| bad arguments | turns |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in sorted(cells, key=lambda c: (c.env, c.difficulty)):
+        valid = "-" if c.tool_call_valid_rate is None else f"{c.tool_call_valid_rate:.2f}"
+        bad = "-" if c.invalid_argument_rate is None else f"{c.invalid_argument_rate:.2f}"
+        rows.append(
+            f"| {c.env} | {c.difficulty} | {c.tasks} | {c.success:.2f} "
+            f"({c.ci95[0]:.2f}-{c.ci95[1]:.2f}) | {c.mean_reward:.3f} | {c.calls_attempted} "
+            f"| {valid} | {bad} | {c.turns_mean:.1f} |"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m envfactory.bench.calibration CELLS.jsonl [--plot PNG]``: the table of a
+    calibration file (as ``bench --calibration --out`` appends it) in Markdown, and its heat
+    map."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("cells", type=Path)
+    parser.add_argument("--plot")
+    args = parser.parse_args(argv)
+    lines = args.cells.read_text().splitlines()
+    cells = [CalibrationCell.model_validate_json(line) for line in lines if line.strip()]
+    if args.plot:
+        plot_calibration(cells, args.plot)
+    print(markdown_table(cells))
+
+
+if __name__ == "__main__":
+    main()
