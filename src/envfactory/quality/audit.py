@@ -9,6 +9,7 @@ oracle succeeds less as difficulty rises), deterministic, covering its tools, an
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -39,6 +40,7 @@ COVERAGE_MIN = 0.8
 SHAPES_MIN = 50
 INSTRUCTIONS_MIN = 500
 NOISY_RUNS = 3
+MAX_RISE = 0.1  # noisy-oracle success a level may gain over the one below, at the least
 
 
 class AuditReport(BaseModel):
@@ -90,18 +92,31 @@ def _normalise(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
-def _monotonic(steps: list[float], success: list[float]) -> tuple[bool, list[str]]:
+def _monotonic(
+    steps: list[float], success: list[float], tries: list[int]
+) -> tuple[bool, list[str]]:
     """Plans lengthen (each level at least 95% of the one below, the top longer than the
-    bottom) and the noisy oracle succeeds less (no level 0.1 above the one below, the top
-    below the bottom). A single level (a fixed task list such as tau2's) has nothing to grade."""
+    bottom) and the noisy oracle succeeds less: the top below the bottom, and no level above
+    the one below by more than its sampling error allows (two standard errors of the
+    difference of the two levels' ``tries``, and at least 0.1), so a small audit's noise is
+    not read as an ungraded knob. A single level (a fixed task list such as tau2's) has
+    nothing to grade."""
     problems: list[str] = []
     if len(steps) < 2:
         return True, problems
     if not (steps[-1] > steps[0] and all(b >= 0.95 * a for a, b in pairwise(steps))):
         problems.append(f"plan length by difficulty does not rise: {steps}")
-    if not (success[-1] < success[0] and all(b <= a + 0.1 for a, b in pairwise(success))):
+    levels = list(zip(success, tries, strict=True))
+    rises = [b - a > _tolerance(a, m, b, n) for (a, m), (b, n) in pairwise(levels)]
+    if not success[-1] < success[0] or any(rises):
         problems.append(f"noisy-oracle success does not fall with difficulty: {success}")
     return not problems, problems
+
+
+def _tolerance(a: float, m: int, b: float, n: int) -> float:
+    """How far success ``b`` (of ``n`` tries) may rise above ``a`` (of ``m``) by chance."""
+    error = math.sqrt(a * (1 - a) / max(1, m) + b * (1 - b) / max(1, n))
+    return max(MAX_RISE, 2 * error)
 
 
 def _deterministic(
@@ -195,7 +210,9 @@ def audit(
     }
     step_means = {d: round(fmean(steps[d]), 3) for d in difficulties if steps[d]}
     monotonic, why = _monotonic(
-        [step_means[d] for d in difficulties], [curves["noisy_oracle"][d] for d in difficulties]
+        [step_means[d] for d in difficulties],
+        [curves["noisy_oracle"][d] for d in difficulties],
+        [len(success["noisy_oracle"][d]) for d in difficulties],
     )
     problems += why
     deterministic, why = _deterministic(env, cells[:: max(1, len(cells) // 20)])
