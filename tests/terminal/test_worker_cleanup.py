@@ -72,7 +72,10 @@ def _alive(pid: int) -> str | None:
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_a_killed_command_leaves_no_worker_or_sandbox(sig: signal.Signals) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-c", STAND_IN], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        [sys.executable, "-c", STAND_IN],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=_interruptible,
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
@@ -96,6 +99,12 @@ def test_a_killed_command_leaves_no_worker_or_sandbox(sig: signal.Signals) -> No
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _interruptible() -> None:
+    """SIGINT as a terminal delivers it: a shell's background job (pytest started with ``&``)
+    ignores it, and its children inherit that, so the stand-in would never see the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _cmdline(pid: int) -> str:
