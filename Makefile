@@ -83,8 +83,12 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy src
 
+# Test files are shared among PYTEST_WORKERS processes (pytest-xdist), a file's tests in one
+# process so that its module fixtures are built once.
+PYTEST_WORKERS ?= 2
+
 pytest: setup system-test
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
 
