@@ -6,8 +6,9 @@ site's home page, the first observation) and every browser action (the action, t
 it causes, the observation), as medians and 95th percentiles. Then it holds ``held``
 episodes at once (a tab each in the pool's capped browsers), each driven by the oracle in its
 own thread, and reports, for each count, whether every episode still scored 1.0, the actions
-per second of all of them together, the action latency and the browsers running. ``concurrent_episodes_held`` is the largest count that
-completed. Browsers are started before the clock runs (the pool keeps them).
+per second of all of them together, the action latency and the browsers running.
+``concurrent_episodes_held`` is the largest count that completed. Browsers are started before
+the clock runs (the pool keeps them).
 """
 
 from __future__ import annotations

@@ -101,8 +101,8 @@ def demo(
         )
     if web:
         console.print(
-            f"web worlds left out (seconds an episode in a browser; try `envfactory check web-retail`): "
-            f"{len(web)} ({web[0]} ...)"
+            "web worlds left out (seconds an episode in a browser; try `envfactory check "
+            f"web-retail`): {len(web)} ({web[0]} ...)"
         )
     for what, count in sorted(unscored.items()):
         console.print(f"[yellow]{count} episodes not scored: {what}[/yellow]")
