@@ -84,11 +84,14 @@ typecheck: setup
 	$(BIN)/mypy src
 
 # Test files are shared among PYTEST_WORKERS processes (pytest-xdist), a file's tests in one
-# process so that its module fixtures are built once.
+# process so that its module fixtures are built once. The schemathesis fuzz runs on its own:
+# its cases share one test id, and xdist runs a single test of each id.
 PYTEST_WORKERS ?= 2
+SINGLE_PROCESS := tests/serving/test_fuzz.py
 
 pytest: setup system-test
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --ignore=$(SINGLE_PROCESS)
+	$(BIN)/pytest $(SINGLE_PROCESS)
 
 test: lint typecheck pytest
 
