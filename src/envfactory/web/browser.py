@@ -187,7 +187,8 @@ class BrowserPool:
                 browser.current = browser.driver.current_window_handle
                 return Tab(browser, browser.current)
         except Exception:
-            self._forget(browser, broken=True)
+            browser.broken = True
+            self._forget(browser)
             raise
 
     def _least_busy(self) -> Browser | None:
@@ -234,13 +235,12 @@ class BrowserPool:
                     b.driver.switch_to.window(b.current)
             except Exception:
                 b.broken = True
-        self._forget(b, broken=b.broken)
+        self._forget(b)
 
-    def _forget(self, b: Browser, broken: bool) -> None:
+    def _forget(self, b: Browser) -> None:
         """One tab fewer in ``b``; a broken browser quits when no episode holds a tab in it."""
         with self.lock:
             b.tabs -= 1
-            b.broken = b.broken or broken
             gone = b.broken and b.tabs <= 0 and b in self.browsers
             if gone:
                 self.browsers.remove(b)
