@@ -20,11 +20,13 @@ import ctypes.util
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from types import FrameType
+from typing import Any, TypeVar
 
 PR_SET_PDEATHSIG = 1
+T = TypeVar("T")
 
 
 def die_with_parent(parent: int) -> None:
@@ -72,3 +74,33 @@ def worker_pool(
     finally:
         if main:
             signal.signal(signal.SIGTERM, previous)
+
+
+def imap_unordered(
+    fn: Callable[..., T],
+    items: Iterable[tuple[Any, ...]],
+    jobs: int,
+    initializer: Callable[[], object] | None = None,
+) -> Iterator[T]:
+    """``fn(*item)`` for every item, ``jobs`` at a time in a :func:`worker_pool`, yielded as
+    each finishes (at most ``4 * jobs`` queued at once, so a long list is never all
+    submitted). One job runs them in this process, in order."""
+    if jobs <= 1:
+        if initializer is not None:
+            initializer()
+        for item in items:
+            yield fn(*item)
+        return
+    with worker_pool(jobs, initializer=initializer) as pool:
+        queue = iter(items)
+        pending: set[Future[T]] = set()
+        while True:
+            for item in queue:
+                pending.add(pool.submit(fn, *item))
+                if len(pending) >= jobs * 4:
+                    break
+            if not pending:
+                return
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                yield fut.result()

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar, cast
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
-from rich.progress import Progress
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from envfactory.env import Environment
@@ -29,6 +30,29 @@ def print_json(value: Any) -> None:
     elif isinstance(value, list):
         value = [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
     typer.echo(json.dumps(value, indent=2, default=str))
+
+
+@contextlib.contextmanager
+def yield_bar(label: str, total: int, transient: bool) -> Iterator[Callable[[bool], None]]:
+    """A progress bar on stderr counting items done and those that passed; yields the
+    callback to call with each item's outcome."""
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("passed {task.fields[passed]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err_console, transient=transient) as bar:
+        job = bar.add_task(label, total=total, passed=0)
+        passed = 0
+
+        def advance(ok: bool) -> None:
+            nonlocal passed
+            passed += ok
+            bar.update(job, advance=1, passed=passed)
+
+        yield advance
 
 
 def fail(message: object) -> typer.Exit:

@@ -14,6 +14,7 @@ from envfactory.cli import (
     play,
     rollout,
     serve,
+    synth,
     tasks,
     train,
 )
@@ -43,6 +44,7 @@ app.command("bench-serve")(serve.bench_serve)
 app.command("serve-model")(serve_model_cli.serve_model)
 app.command("proxy")(proxy_cli.proxy)
 app.command("train")(train.train)
+app.command("synth")(synth.synth)
 app.add_typer(openapi.app, name="openapi")
 app.add_typer(curriculum_cli.app, name="curriculum")
 

@@ -7,12 +7,11 @@ import os
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, fail, print_json
+from envfactory.cli.common import console, fail, print_json, yield_bar
 from envfactory.openapi.corpus import CorpusError, documents, fetch_directory
-from envfactory.openapi.pipeline import Settings, SpecResult, run_import
+from envfactory.openapi.pipeline import Settings, run_import
 
 app = typer.Typer(
     name="openapi",
@@ -59,23 +58,8 @@ def import_cmd(
     """Compile documents into worlds, audit each, keep those that pass, report the yield."""
     items = _items(source, limit)
     settings = Settings(out=out, n=n, diversity=diversity, timeout=timeout)
-    columns = (
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("passed {task.fields[passed]}"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=err_console, transient=json) as bar:
-        job = bar.add_task("importing", total=len(items), passed=0)
-        passed = 0
-
-        def advance(r: SpecResult) -> None:
-            nonlocal passed
-            passed += r.passed
-            bar.update(job, advance=1, passed=passed)
-
-        report = run_import(items, settings, jobs=jobs, progress=advance)
+    with yield_bar("importing", len(items), transient=json) as advance:
+        report = run_import(items, settings, jobs=jobs, progress=lambda r: advance(r.passed))
     out.mkdir(parents=True, exist_ok=True)
     path = out / "report.json"
     path.write_text(jsonlib.dumps(report.model_dump(mode="json"), indent=1))

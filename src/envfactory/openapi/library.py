@@ -1,6 +1,7 @@
 """A library of compiled worlds: one JSON file per world, registered on demand.
 
-Each file holds the domain data the engine validates on load, plus where it came from and how
+Each file holds the domain data the engine validates on load, plus where it came from (its
+``kind``: ``openapi`` for an imported API document, ``synth`` for a synthesised domain) and how
 its audit went. ``register_library(DIR)`` makes every world in DIR available to ``make``, the
 CLI, rollouts and servers; setting ``ENVFACTORY_LIBRARY`` (directories separated by the path
 separator) does the same for every process that uses the registry.
@@ -19,9 +20,15 @@ from envfactory.env import Environment
 from envfactory.errors import DomainError
 from envfactory.openapi.environment import OpenAPIEnvironment
 from envfactory.registry import list_envs, register
+from envfactory.synth.environment import SynthEnvironment
+from envfactory.world.environment import DatabaseEnvironment
 
 FORMAT = "envfactory-openapi-world/1"
 LIBRARY_ENV = "ENVFACTORY_LIBRARY"
+KINDS: dict[str, type[DatabaseEnvironment]] = {
+    "openapi": OpenAPIEnvironment,
+    "synth": SynthEnvironment,
+}
 _OURS: set[str] = set()  # ids registered from documents or libraries (others are never replaced)
 
 
@@ -38,7 +45,8 @@ def register_world(env_id: str, factory: Any) -> None:
 
 
 def save_world(folder: Path, domain: dict[str, Any], meta: dict[str, Any]) -> Path:
-    """Write one world to ``folder/<id>.json``."""
+    """Write one world to ``folder/<id>.json`` (``meta["kind"]``, default ``openapi``, says
+    which environment runs it)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{domain['id']}.json"
     data = {"format": FORMAT, **meta, "domain": domain}
@@ -48,16 +56,21 @@ def save_world(folder: Path, domain: dict[str, Any], meta: dict[str, Any]) -> Pa
     return path
 
 
-def load_world(path: str | Path) -> DomainSpec:
-    """The validated domain of a saved world."""
-    path = Path(path)
+def _read(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise DomainError(f"{path}: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise DomainError(f"{path}: not an envfactory OpenAPI world ({FORMAT})")
-    return parse_domain(data["domain"], str(path))
+        raise DomainError(f"{path}: not an envfactory library world ({FORMAT})")
+    if data.get("kind", "openapi") not in KINDS:
+        raise DomainError(f"{path}: unknown kind {data['kind']!r}; known: {sorted(KINDS)}")
+    return data
+
+
+def load_world(path: str | Path) -> DomainSpec:
+    """The validated domain of a saved world."""
+    return parse_domain(_read(Path(path))["domain"], str(path))
 
 
 def world_files(folder: str | Path) -> list[Path]:
@@ -93,7 +106,9 @@ def _lazy(path: Path) -> Any:
     """A registry factory that reads its world file when the world is first made."""
 
     def factory(seed: int = 0, scale: float = 1.0) -> Environment:
-        return OpenAPIEnvironment(load_world(path), seed=seed, scale=scale)
+        data = _read(path)
+        spec = parse_domain(data["domain"], str(path))
+        return KINDS[data.get("kind", "openapi")](spec, seed=seed, scale=scale)
 
     return factory
 

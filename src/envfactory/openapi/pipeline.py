@@ -28,7 +28,6 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -44,10 +43,9 @@ from envfactory.openapi.environment import OpenAPIEnvironment
 from envfactory.openapi.library import factory_for, free_id, register_world, save_world
 from envfactory.openapi.model import NoWorld
 from envfactory.openapi.names import world_id
-from envfactory.quality.audit import AuditReport, audit
+from envfactory.quality.batch import FULL_N, audit_at_scale, audit_summary, check_name, empty_cell
 from envfactory.registry import list_envs
-from envfactory.tasks.seeds import SPLIT_SHARES
-from envfactory.workers import worker_pool
+from envfactory.workers import imap_unordered
 
 REASONS = (
     "malformed",
@@ -60,8 +58,6 @@ REASONS = (
     "timeout",
     "internal_error",
 )
-GRADING = "noisy-oracle success does not fall"
-FULL_N = 300
 
 
 @dataclass(frozen=True)
@@ -142,62 +138,6 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
     raise _Timeout
 
 
-def _check_cells(env: OpenAPIEnvironment) -> str | None:
-    for split, _ in SPLIT_SHARES:
-        for d in env.difficulties:
-            if env.capacity(split, d) == 0:
-                return f"no task fits {split} at difficulty {d}"
-    return None
-
-
-def _check_name(problem: str) -> str:
-    """A failed audit check's kind, for counting: 'tool coverage', 'plan shapes'..."""
-    for key, name in (
-        (GRADING, "noisy oracle not graded"),
-        ("oracle success", "oracle below 1.0"),
-        ("baseline earns", "baseline above 0.05"),
-        ("plan length by difficulty", "plan length not graded"),
-        ("tools <", "tool coverage below 0.8"),
-        ("plan shapes", "plan shapes below 50"),
-        ("distinct instructions", "instructions below 500"),
-        ("differs when rebuilt", "not deterministic"),
-        ("different states", "not deterministic"),
-        ("no task at", "task synthesis failed"),
-        ("exploit ", "an exploit earns > 0.02"),
-        ("agent input voided", "agent input voids episodes"),
-    ):
-        if key in problem:
-            return name
-    return problem[:60]
-
-
-def _audit(env: OpenAPIEnvironment, s: Settings) -> tuple[AuditReport, int]:
-    report = audit(env, n=s.n, seed=s.seed, diversity=s.diversity)
-    if not report.passed and all(GRADING in p for p in report.problems) and s.n < FULL_N:
-        return audit(env, n=FULL_N, seed=s.seed, diversity=s.diversity), FULL_N
-    return report, s.n
-
-
-def _summary(r: AuditReport) -> dict[str, Any]:
-    keys = (
-        "oracle_success_rate",
-        "noop_reward_mean",
-        "random_reward_mean",
-        "spam_reward_mean",
-        "guess_reward_mean",
-        "noisy_oracle_success_rate",
-        "difficulty_monotonic",
-        "deterministic",
-        "tool_coverage",
-        "plan_shapes_per_1k",
-        "instructions_distinct_per_1k",
-        "voided_by_agent",
-    )
-    return {k: getattr(r, k) for k in keys} | {
-        "exploits": {name: s.model_dump() for name, s in r.exploits.items()}
-    }
-
-
 def import_one(path: Path, source: str, settings: Settings) -> SpecResult:
     """Compile, build, audit and (if it passes) save one document. Never raises."""
     started, cpu = time.perf_counter(), time.process_time()
@@ -240,13 +180,13 @@ def _run(path: Path, source: str, settings: Settings, result: SpecResult) -> Non
     result.operations = sum(
         1 for item in (data.get("paths") or {}).values() if isinstance(item, dict) for _ in item
     )
-    empty = _check_cells(env)
+    empty = empty_cell(env)
     if empty:
         result.reason, result.detail = "no_tasks", empty
         return
-    report, n = _audit(env, settings)
+    report, n = audit_at_scale(env, settings.n, settings.diversity, settings.seed)
     result.audit_n = n
-    result.audit = _summary(report)
+    result.audit = audit_summary(report)
     result.problems = report.problems[:10]
     if not report.passed:
         result.reason = "audit_failure"
@@ -281,26 +221,8 @@ def run_import(
 
 
 def _results(items: list[tuple[Path, str]], s: Settings, jobs: int) -> Iterator[SpecResult]:
-    if jobs <= 1 or len(items) <= 1:
-        _init_worker()
-        for path, source in items:
-            yield import_one(path, source, s)
-        return
-    with worker_pool(jobs, initializer=_init_worker) as pool:
-        pending: set[Future[SpecResult]] = set()
-        queue = iter(items)
-        for path, source in queue:
-            pending.add(pool.submit(import_one, path, source, s))
-            if len(pending) >= jobs * 4:
-                break
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                yield fut.result()
-            for path, source in queue:
-                pending.add(pool.submit(import_one, path, source, s))
-                if len(pending) >= jobs * 4:
-                    break
+    jobs = jobs if len(items) > 1 else 1
+    return imap_unordered(import_one, ((p, src, s) for p, src in items), jobs, _init_worker)
 
 
 def _report(results: list[SpecResult], s: Settings, seconds: float) -> ImportReport:
@@ -308,7 +230,7 @@ def _report(results: list[SpecResult], s: Settings, seconds: float) -> ImportRep
     checks: Counter[str] = Counter()
     for r in results:
         if r.reason == "audit_failure":
-            checks.update({_check_name(p) for p in r.problems})
+            checks.update({check_name(p) for p in r.problems})
     times = sorted(r.seconds for r in results)
     built = sorted(r.seconds for r in results if r.env_id)
     return ImportReport(
