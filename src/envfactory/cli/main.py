@@ -10,6 +10,7 @@ from envfactory.cli import (
     check,
     demo,
     envs,
+    gaps,
     openapi,
     play,
     rollout,
@@ -45,6 +46,7 @@ app.command("serve-model")(serve_model_cli.serve_model)
 app.command("proxy")(proxy_cli.proxy)
 app.command("train")(train.train)
 app.command("synth")(synth.synth)
+app.command("gaps")(gaps.gaps)
 app.add_typer(openapi.app, name="openapi")
 app.add_typer(curriculum_cli.app, name="curriculum")
 

@@ -6,8 +6,9 @@ import asyncio
 import json as jsonlib
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -31,6 +32,9 @@ from envfactory.rollout.summary import RunSummary
 from envfactory.rollout.types import EngineConfig
 from envfactory.tasks.types import SPLITS, Split
 from envfactory.trajectory.record import EpisodeRecord
+
+if TYPE_CHECKING:
+    from envfactory.curriculum.drive import Rounds
 
 T = TypeVar("T")
 
@@ -149,6 +153,12 @@ def rollout(
         "and update it with every outcome.",
     ),
     rounds: int = typer.Option(10, "--rounds", min=1, help="With --curriculum: rounds to run."),
+    gaps: list[Path] | None = typer.Option(
+        None,
+        "--gaps",
+        help="With --curriculum: favour tasks exercising the weak skills that the episodes of "
+        "this trajectory store show (repeatable; see `envfactory gaps`).",
+    ),
     credit: str | None = typer.Option(
         None,
         "--credit",
@@ -207,20 +217,17 @@ def rollout(
         raise fail(f"--credit: {exc}") from None
     for env_id in env_ids:
         make(env_id)  # build the worlds before the clock starts
+    if gaps and curriculum is None:
+        raise fail("--gaps steers a curriculum's draws: give --curriculum too")
     if curriculum is not None:
+        from envfactory.curriculum.drive import Rounds
+        from envfactory.curriculum.gaps import GapTargeter, find_gaps, store_records
+
+        plan = Rounds(rounds, n_tasks, cast(Split, split_list[0]), tuple(env_ids))
+        if gaps:
+            plan = replace(plan, targeter=GapTargeter(find_gaps(store_records(gaps))))
         _with_curriculum(
-            curriculum,
-            folder,
-            env_ids,
-            split_list,
-            n_tasks,
-            rounds,
-            json,
-            chosen,
-            harness,
-            config,
-            resume,
-            credit_config,
+            curriculum, folder, env_ids, plan, json, chosen, harness, config, resume, credit_config
         )
         return
     summary = _run(folder, refs, chosen, harness, config, resume, parquet)
@@ -236,9 +243,7 @@ def _with_curriculum(
     db: Path,
     folder: Path,
     env_ids: list[str],
-    splits: list[str],
-    groups: int,
-    rounds: int,
+    plan: Rounds,
     json: bool,
     policy: RolloutPolicy,
     harness: HarnessConfig,
@@ -247,9 +252,7 @@ def _with_curriculum(
     credit: CreditConfig | None,
 ) -> None:
     from envfactory.cli.curriculum import run_curriculum, show_state
-    from envfactory.curriculum.drive import Rounds
 
-    plan = Rounds(rounds, groups, cast(Split, splits[0]), tuple(env_ids))
     summaries, cur = run_curriculum(db, folder, env_ids, plan, policy, harness, config, resume)
     for summary in summaries:
         if credit is not None and summary.out is not None:

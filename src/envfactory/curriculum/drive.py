@@ -1,7 +1,8 @@
 """Rollouts steered by the curriculum: rounds of groups drawn from it, outcomes fed back.
 
 Round ``i`` of a run in ``out`` draws ``groups`` tasks (an environment by learnability, a level
-of its frontier window, a fresh task index) and runs them with the rollout engine into
+of its frontier window, a fresh task index, or with a gap targeter the best of a few fresh
+ones) and runs them with the rollout engine into
 ``out/round-000i``; every scored episode is reported to the curriculum as it finishes, so the
 next round is drawn from the updated frontiers. The tasks of a round are saved in the
 curriculum store before it starts, so a killed run resumes the same round (``resume=True``)
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envfactory.curriculum.controller import Curriculum
+from envfactory.curriculum.gaps import GapTargeter
 from envfactory.harness.config import HarnessConfig
 from envfactory.policies.base import RolloutPolicy
 from envfactory.registry import make
@@ -36,6 +38,7 @@ class Rounds:
     groups: int
     split: Split = "train"
     envs: tuple[str, ...] = ()  # the environments to draw from (all the curriculum's: empty)
+    targeter: GapTargeter | None = None  # picks among candidate tasks, toward an agent's gaps
 
 
 def report(curriculum: Curriculum, rec: EpisodeRecord) -> None:
@@ -49,7 +52,14 @@ def draw_round(curriculum: Curriculum, plan: Rounds) -> list[TaskRef]:
     refs, split = [], plan.split
     for _ in range(plan.groups):
         d = curriculum.draw(among=plan.envs or None)
-        index = curriculum.take_index(d, split, make(d.env_id).capacity(split, d.difficulty))
+        capacity = make(d.env_id).capacity(split, d.difficulty)
+        if plan.targeter is None:
+            index = curriculum.take_index(d, split, capacity)
+        else:
+            fresh = [
+                curriculum.take_index(d, split, capacity) for _ in range(plan.targeter.candidates)
+            ]
+            index = plan.targeter.choose(d.env_id, split, d.difficulty, fresh)
         refs.append(TaskRef(d.env_id, split, d.difficulty, index))
     return refs
 

@@ -259,6 +259,30 @@ class NoisyOracle(Oracle):
         return step
 
 
+class Blindspot(Oracle):
+    """The oracle with blind spots, to simulate an agent with skill gaps: a call to a tool
+    whose name contains one of ``blind`` is made with corrupted arguments with probability
+    ``miss``; every other step is the oracle's."""
+
+    name = "blindspot"
+
+    def __init__(self, blind: tuple[str, ...] = ("cancel",), miss: float = 0.7, seed: int = 0):
+        super().__init__(retry=True)
+        self.blind, self.miss, self.seed = tuple(blind), miss, seed
+        self.rng = random.Random(seed)
+
+    def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
+        super().start(task, tools)
+        self.rng = random.Random(stable_hash("blindspot", self.seed, task.task_id))
+
+    def _next_step(self) -> PlanStep | None:
+        step = super()._next_step()
+        blind = step is not None and step.arguments and any(b in step.tool for b in self.blind)
+        if blind and step is not None and self.rng.random() < self.miss:
+            return _corrupt(step, self.rng)
+        return step
+
+
 def _wrong_all(arguments: dict[str, Any]) -> dict[str, Any]:
     return {k: _wrong(v) for k, v in arguments.items()}
 
@@ -293,6 +317,7 @@ SCRIPTED: dict[str, Callable[..., Policy]] = {
     "noop": NoOp,
     "random": RandomPolicy,
     "noisy-oracle": NoisyOracle,
+    "blindspot": Blindspot,
     "spam": SpamWrites,
     "guess": Guess,
 }
