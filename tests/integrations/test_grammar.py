@@ -92,7 +92,8 @@ def test_train_writes_the_contract(tmp_path: Path) -> None:
     """A one-step run (two episodes) on two test tasks: the JSON and the curve are written."""
     result = cli(
         "train", "--world", "hotel", "--steps", "1", "--prompts-per-step", "1",
-        "--group-size", "2", "--eval-tasks", "2", "--out", str(tmp_path), "--json",
+        "--group-size", "2", "--eval-tasks", "2", "--max-new-tokens", "32", "--threads", "1",
+        "--out", str(tmp_path), "--json",
     )  # fmt: skip
     data = json.loads(result.stdout)
     saved = json.loads((tmp_path / "train-grpo-cpu.json").read_text())

@@ -45,12 +45,15 @@ def library(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
 def test_synth_json_contract(library: tuple[Path, dict[str, Any]]) -> None:
     out, summary = library
     assert {"generated", "passed_audit", "seconds"} <= set(summary)
-    assert summary["generated"] == N and summary["seconds"] > 0
+    assert N <= summary["generated"] <= 2 * N and summary["seconds"] > 0
     assert summary["passed_audit"] == N, summary["audit_failures"]
-    assert summary["yield_rate"] == 1.0 and summary["seconds_per_world"] > 0
+    assert summary["yield_rate"] >= 0.5 and summary["seconds_per_world"] > 0
     assert set(summary["patterns"]) == set(PATTERNS)
     report = json.loads((out / "report.json").read_text())
-    for r in report["results"]:
+    for r in report["results"][:N]:
+        if not r["passed"]:
+            assert r["reason"] and r["detail"]  # counted with its reason, not kept
+            continue
         audit = r["audit"]
         assert r["passed"] and audit["oracle_success_rate"] == 1.0 and audit["deterministic"]
         assert all(audit[f"{b}_reward_mean"] <= 0.05 for b in ("noop", "random", "spam", "guess"))

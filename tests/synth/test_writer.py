@@ -18,7 +18,8 @@ SETTINGS = WriterSettings(base_url="http://127.0.0.1:9", model="none", audit_n=4
 
 
 def test_a_good_domain_in_a_reply_passes() -> None:
-    text = "Here it is:\n```yaml\n" + yaml.safe_dump(synthesize(2).domain, sort_keys=False) + "```\nDone."
+    body = yaml.safe_dump(synthesize(2).domain, sort_keys=False)
+    text = "Here it is:\n```yaml\n" + body + "```\nDone."
     stage, detail, data = _judge(text, "Acme, repairs for tenants", SETTINGS)
     assert stage == "passed" and detail == "" and data is not None
     assert data["id"] == "written-acme-repairs-for-tenants"

@@ -10,11 +10,11 @@ import typer
 from rich.table import Table
 
 from envfactory.cli.common import console, fail, print_json, yield_bar
-from envfactory.synth.pipeline import SynthSettings, run_synth
+from envfactory.synth.pipeline import SynthSettings, WorldResult, run_synth
 
 
 def synth(
-    n: int = typer.Option(100, "--n", min=1, help="Worlds to compose (indices 0 .. N-1)."),
+    n: int = typer.Option(100, "--n", min=1, help="Worlds wanted (that pass the audit)."),
     out: Path = typer.Option(Path("worlds/synth"), "--out", help="Where passing worlds go."),
     seed: int = typer.Option(0, "--seed", help="Which library: the same seed, the same worlds."),
     jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", min=1, help="Processes."),
@@ -34,17 +34,22 @@ def synth(
         False, "--constrained", help="--writer: ask for JSON under the domain schema."
     ),
 ) -> None:
-    """Compose N domains (a theme, the people archetype and two or more action patterns),
-    build and audit each, save those that pass to OUT, and report the yield. OUT is a world
-    library: `envfactory envs --library OUT` lists its worlds, ENVFACTORY_LIBRARY=OUT makes
-    them available to every command."""
+    """Compose domains (a theme, the people archetype and two or more action patterns), build
+    and audit each, until N have passed (at most 2N tried); save them to OUT, report the
+    yield. OUT is a world library: `envfactory envs --library OUT` lists its worlds, and
+    ENVFACTORY_LIBRARY=OUT makes them available to every command."""
     out.mkdir(parents=True, exist_ok=True)
     if writer is not None:
         _written(n, out, seed, writer, writer_model, rounds, max_tokens, constrained, json)
         return
     settings = SynthSettings(seed=seed, out=out, n=audit_n, diversity=diversity)
-    with yield_bar("synthesising", n, transient=json) as advance:
-        report = run_synth(n, settings, jobs=jobs, progress=lambda r: advance(r.passed))
+    with yield_bar("worlds passed", n, transient=json) as advance:
+
+        def passed(r: WorldResult) -> None:
+            if r.passed:
+                advance(True)
+
+        report = run_synth(n, settings, jobs=jobs, progress=passed)
     path = out / "report.json"
     path.write_text(jsonlib.dumps(report.model_dump(mode="json"), indent=1))
     summary = {**report.summary(), "out": str(out), "report": str(path)}

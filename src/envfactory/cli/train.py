@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json as json_lib
+import os
 import sys
 from pathlib import Path
 
@@ -21,6 +22,14 @@ def train(
     group_size: int = typer.Option(4, "--group-size", min=2, help="Episodes per task."),
     learning_rate: float = typer.Option(1e-4, "--lr", help="AdamW learning rate."),
     eval_tasks: int = typer.Option(83, "--eval-tasks", min=1, help="Test tasks judged."),
+    max_new_tokens: int = typer.Option(80, "--max-new-tokens", min=8, help="Tokens per reply."),
+    threads: int = typer.Option(
+        os.cpu_count() or 1,
+        "--threads",
+        min=1,
+        help="Torch threads (default: every core; 1 when other jobs share the machine, since "
+        "a thread waiting for a busy core slows every matrix product).",
+    ),
     sft_tasks: int = typer.Option(
         0, "--sft-tasks", min=0, help="Warm-start on the gold plans of this many train tasks."
     ),
@@ -45,6 +54,8 @@ def train(
         group_size=group_size,
         learning_rate=learning_rate,
         eval_tasks=eval_tasks,
+        max_new_tokens=max_new_tokens,
+        threads=threads,
         sft_tasks=sft_tasks,
     )
     try:

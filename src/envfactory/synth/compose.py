@@ -25,15 +25,17 @@ PATTERNS: dict[str, PartMaker] = {
 }
 MIN_PATTERNS = 2
 
-#: The default ladder, but with references from difficulty 1 on: the starter level (ids
-#: given, one call) and level 1 would otherwise draw the same one-call goals, and a graded
-#: curriculum needs each level to ask for more than the one below.
+#: The ladder rises by the writes a task needs, each a chance to go wrong: the starter level
+#: (ids given, one call), then two sub-goals from level 1 on, harder goals, look-alike rows
+#: and facts the user holds back, three sub-goals, and at the top four harder ones over many
+#: rows. (With the engine's default ladder, levels 0 and 1 both draw one-write goals, and a
+#: noisy agent does as well on either.)
 LADDER: list[Data] = [
-    {"width": 1, "indirection": 1, "goal_levels": [1]},
-    {"width": 1, "indirection": 1, "goal_levels": [1, 2]},
-    {"width": 2, "indirection": 1, "distractors": 1, "held_back": 0.3, "goal_levels": [1, 2, 3]},
+    {"width": 2, "indirection": 1, "goal_levels": [1, 2]},
+    {"width": 2, "indirection": 1, "distractors": 1, "held_back": 0.3, "goal_levels": [2, 3]},
     {"width": 2, "indirection": 2, "distractors": 1, "held_back": 0.5, "goal_levels": [2, 3, 4]},
     {"width": 3, "indirection": 2, "distractors": 2, "held_back": 0.6, "goal_levels": [2, 3, 4]},
+    {"width": 4, "indirection": 2, "distractors": 2, "held_back": 0.7, "goal_levels": [3, 4]},
 ]
 
 

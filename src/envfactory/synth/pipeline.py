@@ -1,7 +1,12 @@
 """``envfactory synth``: compose worlds, build and audit each, keep those that pass.
 
 World ``i`` of a library is ``synthesize(i, seed)``, so a run is reproducible and can be
-split over machines by index. Each candidate ends as exactly one outcome: ``passed``
+split over machines by index. A run for ``n`` worlds composes candidates 0, 1, 2, ... until
+``n`` have passed (at most ``2 n`` candidates) and keeps the first ``n`` that passed, in index
+order: the same library every run, however the work was shared among processes. The audit's
+grading check compares noisy-agent success between levels, so a world whose neighbouring
+levels are equally hard fails it now and then by chance; those are counted, not kept. Each
+candidate ends as exactly one outcome: ``passed``
 (saved to the library folder), ``compile_error`` (the engine refused the domain data: a
 synthesiser bug, reported), ``no_tasks`` (a cell of the difficulty ladder is empty),
 ``audit_failure`` (with its failed checks counted), ``timeout`` or ``internal_error``.
@@ -13,7 +18,7 @@ import os
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,15 +65,16 @@ class WorldResult(BaseModel):
     audit_n: int = 0
     audit: dict[str, Any] | None = None
     problems: list[str] = Field(default_factory=list)
+    domain: dict[str, Any] | None = Field(None, exclude=True, description="when it passed")
 
 
 class SynthReport(BaseModel):
     """The yield of a synthesis run."""
 
-    generated: int
-    passed_audit: int
+    generated: int = Field(description="candidates composed and audited")
+    passed_audit: int = Field(description="worlds kept (the first n that passed)")
     seconds: float
-    yield_rate: float = Field(description="passed_audit / generated")
+    yield_rate: float = Field(description="candidates that passed / generated")
     seconds_per_world: float = Field(description="wall seconds of the run / generated")
     median_cpu_seconds: float = Field(description="CPU time per world: robust to a busy machine")
     failures: dict[str, int]
@@ -118,17 +124,7 @@ def _run(index: int, s: SynthSettings, result: WorldResult) -> None:
     if not report.passed:
         result.reason, result.detail = "audit_failure", "; ".join(report.problems[:3])[:500]
         return
-    result.passed = True
-    if s.out is not None:
-        meta = {
-            "kind": "synth",
-            "source": f"synth/{s.seed}/{index}",
-            "title": info.name,
-            "patterns": result.patterns,
-            "audit": result.audit,
-            "audit_n": result.audit_n,
-        }
-        save_world(s.out, made.domain, meta)
+    result.passed, result.domain = True, made.domain
 
 
 def _init_worker() -> None:
@@ -141,37 +137,63 @@ def run_synth(
     jobs: int = 1,
     progress: Callable[[WorldResult], None] | None = None,
 ) -> SynthReport:
-    """Worlds ``0 .. n-1`` of the library, ``jobs`` at a time."""
+    """Compose candidates ``jobs`` at a time until ``n`` worlds passed; save the first ``n``
+    of them (by index) to ``settings.out``."""
     started = time.perf_counter()
-    results = []
-    items = ((i, settings) for i in range(n))
-    for r in imap_unordered(synth_one, items, jobs if n > 1 else 1, _init_worker):
+    results: list[WorldResult] = []
+    passed = 0
+
+    def indices() -> Iterator[tuple[int, SynthSettings]]:
+        for i in range(2 * n):
+            if passed >= n:
+                return
+            yield i, settings
+
+    for r in imap_unordered(synth_one, indices(), jobs if n > 1 else 1, _init_worker):
         results.append(r)
+        passed += r.passed
         if progress:
             progress(r)
     results.sort(key=lambda r: r.index)
-    return _report(results, settings, time.perf_counter() - started)
+    kept = [r for r in results if r.passed][:n]
+    for r in kept:
+        if settings.out is not None and r.domain is not None:
+            save_world(settings.out, r.domain, _meta(r, settings))
+    return _report(results, kept, settings, time.perf_counter() - started)
 
 
-def _report(results: list[WorldResult], s: SynthSettings, seconds: float) -> SynthReport:
+def _meta(r: WorldResult, s: SynthSettings) -> dict[str, Any]:
+    return {
+        "kind": "synth",
+        "source": f"synth/{s.seed}/{r.index}",
+        "title": (r.domain or {}).get("name", r.env_id),
+        "patterns": r.patterns,
+        "audit": r.audit,
+        "audit_n": r.audit_n,
+    }
+
+
+def _report(
+    results: list[WorldResult], kept: list[WorldResult], s: SynthSettings, seconds: float
+) -> SynthReport:
     failures = Counter(r.reason for r in results if r.reason)
     checks: Counter[str] = Counter()
     for r in results:
         if r.reason == "audit_failure":
             checks.update({check_name(p) for p in r.problems})
-    passed = [r for r in results if r.passed]
+    passed = sum(r.passed for r in results)
     return SynthReport(
         generated=len(results),
-        passed_audit=len(passed),
+        passed_audit=len(kept),
         seconds=round(seconds, 2),
-        yield_rate=round(len(passed) / len(results), 4) if results else 0.0,
+        yield_rate=round(passed / len(results), 4) if results else 0.0,
         seconds_per_world=round(seconds / len(results), 3) if results else 0.0,
         median_cpu_seconds=round(statistics.median(r.cpu_seconds for r in results), 3)
         if results
         else 0.0,
         failures={k: failures[k] for k in REASONS if failures[k]},
         audit_failures=dict(checks.most_common()),
-        patterns=dict(sorted(Counter(p for r in passed for p in r.patterns).items())),
+        patterns=dict(sorted(Counter(p for r in kept for p in r.patterns).items())),
         settings={
             "seed": s.seed,
             "out": str(s.out) if s.out else None,

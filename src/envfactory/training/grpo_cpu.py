@@ -20,7 +20,7 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from envfactory.bench.calibration import CalibrationCell, calibrate
 from envfactory.harness.config import HarnessConfig
@@ -46,6 +46,7 @@ class TrainSettings(BaseModel):
     sft_tasks: int = 0  # train tasks whose gold plans warm-start the model (0: none)
     sft_learning_rate: float = 5e-5
     seed: int = 0
+    threads: int = Field(default_factory=lambda: os.cpu_count() or 1)
 
 
 class Held(BaseModel):
@@ -158,7 +159,7 @@ def run(s: TrainSettings, out: Path, model_path: str | None = None) -> dict[str,
 
     torch.manual_seed(s.seed)
     local = load(model_path)
-    torch.set_num_threads(os.cpu_count() or 1)  # the run has the machine to itself
+    torch.set_num_threads(s.threads)
     model, tokenizer = copy.deepcopy(local.model), local.tokenizer  # the loaded one stays as is
     started = time.perf_counter()
     base = before = evaluate(model, tokenizer, local.stop_ids, s, "as shipped")
