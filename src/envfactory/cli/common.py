@@ -55,6 +55,17 @@ def yield_bar(label: str, total: int, transient: bool) -> Iterator[Callable[[boo
         yield advance
 
 
+def print_yield(title: str, unit: str, passed: int, failures: dict[str, int]) -> None:
+    """A batch's outcomes as a table: how many passed the audit, how many failed and why."""
+    table = Table(title=title)
+    table.add_column("outcome")
+    table.add_column(unit, justify="right")
+    table.add_row("[green]passed the audit[/green]", str(passed))
+    for reason, count in failures.items():
+        table.add_row(reason, str(count))
+    console.print(table)
+
+
 def fail(message: object) -> typer.Exit:
     """Print ``message`` in red on stderr; the exit (status 2) for the caller to raise."""
     err_console.print(f"[red]{message}[/red]")

@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
-from envfactory.cli.common import console, fail, print_json, yield_bar
+from envfactory.cli.common import console, fail, print_json, print_yield, yield_bar
 from envfactory.openapi.corpus import CorpusError, documents, fetch_directory
 from envfactory.openapi.pipeline import Settings, run_import
 
@@ -70,13 +69,7 @@ def import_cmd(
     if json:
         print_json(summary)
         return
-    table = Table(title="envfactory openapi import")
-    table.add_column("outcome")
-    table.add_column("documents", justify="right")
-    table.add_row("[green]passed the audit[/green]", str(report.passed_audit))
-    for reason, count in report.failures.items():
-        table.add_row(reason, str(count))
-    console.print(table)
+    print_yield("envfactory openapi import", "documents", report.passed_audit, report.failures)
     console.print(
         f"{report.specs} documents, {report.compiled} compiled, {report.passed_audit} kept in "
         f"{out}; median {report.median_seconds:.2f} s per document; report: {path}"

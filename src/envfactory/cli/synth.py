@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
-from envfactory.cli.common import console, fail, print_json, yield_bar
+from envfactory.cli.common import console, fail, print_json, print_yield, yield_bar
 from envfactory.synth.pipeline import SynthSettings, WorldResult, run_synth
 
 
@@ -56,13 +55,7 @@ def synth(
     if json:
         print_json(summary)
         return
-    table = Table(title="envfactory synth")
-    table.add_column("outcome")
-    table.add_column("worlds", justify="right")
-    table.add_row("[green]passed the audit[/green]", str(report.passed_audit))
-    for reason, count in report.failures.items():
-        table.add_row(reason, str(count))
-    console.print(table)
+    print_yield("envfactory synth", "worlds", report.passed_audit, report.failures)
     console.print(
         f"{report.generated} composed, {report.passed_audit} kept in {out} "
         f"({report.seconds_per_world:.2f} s per world); report: {path}"

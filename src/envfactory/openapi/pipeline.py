@@ -43,7 +43,7 @@ from envfactory.openapi.environment import OpenAPIEnvironment
 from envfactory.openapi.library import factory_for, free_id, register_world, save_world
 from envfactory.openapi.model import NoWorld
 from envfactory.openapi.names import world_id
-from envfactory.quality.batch import FULL_N, audit_at_scale, audit_summary, check_name, empty_cell
+from envfactory.quality.batch import FULL_N, AuditedWorld, check_name
 from envfactory.registry import list_envs
 from envfactory.workers import imap_unordered
 
@@ -71,24 +71,12 @@ class Settings:
     seed: int = 0
 
 
-class SpecResult(BaseModel):
+class SpecResult(AuditedWorld):
     """What became of one document."""
 
     source: str
     env_id: str | None = None
-    passed: bool = False
-    reason: str | None = None
-    detail: str = ""
-    seconds: float = 0.0
-    cpu_seconds: float = 0.0
     operations: int = 0
-    tools: int = 0
-    entities: int = 0
-    rows: int = 0
-    goals: int = 0
-    audit_n: int = 0
-    audit: dict[str, Any] | None = None
-    problems: list[str] = Field(default_factory=list)
 
 
 class ImportReport(BaseModel):
@@ -173,29 +161,13 @@ def _run(path: Path, source: str, settings: Settings, result: SpecResult) -> Non
     spec = parse_domain(domain, source)
     env = OpenAPIEnvironment(spec, seed=settings.seed)
     register_world(env_id, factory_for(spec))
-    info = env.info()
     result.env_id = env_id
-    result.tools, result.entities, result.rows = info.tools, info.tables, info.rows
-    result.goals = info.goal_templates
     result.operations = sum(
         1 for item in (data.get("paths") or {}).values() if isinstance(item, dict) for _ in item
     )
-    empty = empty_cell(env)
-    if empty:
-        result.reason, result.detail = "no_tasks", empty
-        return
-    report, n = audit_at_scale(env, settings.n, settings.diversity, settings.seed)
-    result.audit_n = n
-    result.audit = audit_summary(report)
-    result.problems = report.problems[:10]
-    if not report.passed:
-        result.reason = "audit_failure"
-        result.detail = "; ".join(report.problems[:3])[:500]
-        return
-    result.passed = True
-    if settings.out is not None:
-        meta = {"source": source, "title": info.name, "audit": result.audit, "audit_n": n}
-        save_world(settings.out, domain, meta)
+    if result.judge(env, settings.n, settings.diversity, settings.seed) and settings.out:
+        meta = {"source": source, "title": spec.name, "audit": result.audit}
+        save_world(settings.out, domain, meta | {"audit_n": result.audit_n})
 
 
 def _init_worker() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from envfactory.env import Environment
 from envfactory.quality.audit import AuditReport, audit
 from envfactory.tasks.seeds import SPLIT_SHARES
@@ -74,3 +76,38 @@ def audit_summary(r: AuditReport) -> dict[str, Any]:
     return {k: getattr(r, k) for k in keys} | {
         "exploits": {name: s.model_dump() for name, s in r.exploits.items()}
     }
+
+
+class AuditedWorld(BaseModel):
+    """What became of one world of a batch: its size, and the audit's verdict (or the reason
+    it never reached the audit)."""
+
+    passed: bool = False
+    reason: str | None = None
+    detail: str = ""
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    tools: int = 0
+    entities: int = 0
+    rows: int = 0
+    goals: int = 0
+    audit_n: int = 0
+    audit: dict[str, Any] | None = None
+    problems: list[str] = Field(default_factory=list)
+
+    def judge(self, env: Environment, n: int, diversity: int, seed: int = 0) -> bool:
+        """Record ``env``'s size, then its empty cell or its audit (see :func:`audit_at_scale`);
+        whether it passed."""
+        info = env.info()
+        self.tools, self.entities, self.rows = info.tools, info.tables, info.rows
+        self.goals = info.goal_templates
+        if why := empty_cell(env):
+            self.reason, self.detail = "no_tasks", why
+            return False
+        report, self.audit_n = audit_at_scale(env, n, diversity, seed)
+        self.audit, self.problems = audit_summary(report), report.problems[:10]
+        if not report.passed:
+            self.reason, self.detail = "audit_failure", "; ".join(report.problems[:3])[:500]
+            return False
+        self.passed = True
+        return True

@@ -11,7 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from envfactory.synth.parts import Data, Part, approvals, bookings, ledger, people, workflow
+from envfactory.synth.builders import Data
+from envfactory.synth.parts import Part, approvals, bookings, ledger, people, workflow
 from envfactory.synth.vocab import Theme, draw_theme
 
 PartMaker = Callable[[Theme, random.Random], Part]

@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
 
+from envfactory.synth.builders import (
+    Data,
+    branch_plan,
+    find_by,
+    for_all_goal,
+    id_param,
+    owned_listing,
+    reason_goal,
+)
 from envfactory.synth.vocab import Theme
-
-Data = dict[str, Any]
 
 
 @dataclass
@@ -31,10 +37,6 @@ class Part:
     actions: list[Data] = field(default_factory=list)
     rules: list[Data] = field(default_factory=list)
     goals: list[Data] = field(default_factory=list)
-
-
-def _id_param(noun: str, prefix: str) -> Data:
-    return {"description": f"{noun.capitalize()} id, like {prefix}-00001."}
 
 
 def _plural(n: str, word: str, plural: str) -> str:
@@ -76,7 +78,7 @@ def people(t: Theme, rng: random.Random) -> Part:
             },
         ],
     }
-    cid = {f"{c.slug}_id": _id_param(c.word, prefix)}
+    cid = {f"{c.slug}_id": id_param(c.word, prefix)}
     actions: list[Data] = [
         {
             "name": find,
@@ -336,7 +338,7 @@ def bookings(t: Theme, rng: random.Random) -> Part:
             "name": check,
             "kind": "read",
             "description": f"Check whether a {r.word} is free for some days, and what they cost.",
-            "params": {rid: _id_param(r.word, "RS"), **span},
+            "params": {rid: id_param(r.word, "RS"), **span},
             "load": {"item": f"{res}[{rid}]", "clashes": taken},
             "require": [future],
             "returns": "={'" + rid + "': item.id, 'start': start, 'days': days, "
@@ -347,8 +349,8 @@ def bookings(t: Theme, rng: random.Random) -> Part:
             "kind": "write",
             "description": f"Book a {r.word} for a {c.word} from a start date for some days.",
             "params": {
-                f"{c.slug}_id": _id_param(c.word, "CL"),
-                rid: _id_param(r.word, "RS"),
+                f"{c.slug}_id": id_param(c.word, "CL"),
+                rid: id_param(r.word, "RS"),
                 **span,
             },
             "load": {"person": f"{cl}[{c.slug}_id]", "item": f"{res}[{rid}]", "clashes": taken},
@@ -393,7 +395,7 @@ def bookings(t: Theme, rng: random.Random) -> Part:
             "description": f"Cancel a booked {b.word} (one not started), at least {deadline} days "
             "before it starts.",
             "params": {
-                bid: _id_param(b.word, "BK"),
+                bid: id_param(b.word, "BK"),
                 "reason": {"description": "Why.", "enum": reasons},
             },
             "load": {"got": f"{bk}[{bid}]"},
@@ -420,7 +422,7 @@ def bookings(t: Theme, rng: random.Random) -> Part:
             "description": f"Add days to the end of a booked or active {b.word}; the price "
             "follows.",
             "params": {
-                bid: _id_param(b.word, "BK"),
+                bid: id_param(b.word, "BK"),
                 "extra_days": {
                     "type": "integer",
                     "description": "Days to add.",
@@ -464,66 +466,43 @@ def bookings(t: Theme, rng: random.Random) -> Part:
             "name": get,
             "kind": "read",
             "description": f"Get a {b.word} with its {r.word}.",
-            "params": {bid: _id_param(b.word, "BK")},
+            "params": {bid: id_param(b.word, "BK")},
             "load": {"got": f"{bk}[{bid}]", "item": f"{res}[got.{rid}]"},
             "returns": "={'" + b.slug + "': got, '" + r.slug + "': item}",
         },
-        {
-            "name": f"find_{b.slug}_by_code",
-            "kind": "read",
-            "description": f"Find a {b.word} by its six-digit code.",
-            "params": {
-                "code": {"type": "integer", "description": "The code, like 482913.", "minimum": 0}
-            },
-            "load": {"found": {"rows": bk, "where": {"code": "=code"}, "limit": 1}},
-            "require": [
-                {
-                    "check": "len(found) == 1",
-                    "code": "not_found",
-                    "error": f"No {b.word} has code {{code}}.",
-                }
-            ],
-            "returns": "=found[0]",
-        },
-        {
-            "name": listing,
-            "kind": "read",
-            "description": f"List a {c.word}'s {b.plural}, latest start first, optionally with one "
-            "status (booked = not started, active = under way).",
-            "params": {
-                f"{c.slug}_id": _id_param(c.word, "CL"),
-                "status": {
-                    "description": "Only this status.",
-                    "required": False,
-                    "enum": ["booked", "active", "completed", "cancelled"],
-                },
-            },
-            "load": {
-                "person": f"{cl}[{c.slug}_id]",
-                "found": {
-                    "rows": bk,
-                    "where": {f"{c.slug}_id": f"={c.slug}_id", "status": "=status"},
-                    "order_by": "-start",
-                },
-            },
-            "returns": "=found",
-        },
+        find_by(b, bk, "code", "six-digit code", "The code, like 482913."),
+        owned_listing(
+            listing,
+            c,
+            bk,
+            f"List a {c.word}'s {b.plural}, latest start first, optionally with one status "
+            "(booked = not started, active = under way).",
+            "-start",
+            ["booked", "active", "completed", "cancelled"],
+        ),
     ]
     busy = {"rows": {"rows": bk, "where": {rid: "=anchor.id"}, "filter": live}}
+    others = {  # the other live bookings of the anchor's resource
+        "rows": {
+            "rows": bk,
+            "where": {rid: f"=anchor.{rid}"},
+            "filter": f"row.id != anchor.id and {live}",
+        }
+    }
     days = _plural("n", "day", "days")
     goals: list[Data] = [
-        {
-            "id": f"cancel_{b.slug}",
-            "level": 1,
-            "anchor": {"entity": bk, "where": "row.status == 'booked'"},
-            "let": {"reason": {"choice": reasons}},
-            "require": [f"days_between(today, anchor.start) >= {deadline}"],
-            "plan": [{"tool": cancel, "args": {bid: "=anchor.id", "reason": "=reason"}}],
-            "instruction": [
+        reason_goal(
+            cancel,
+            bk,
+            "row.status == 'booked'",
+            bid,
+            reasons,
+            [
                 "Please cancel {ref:anchor}. The reason: {human(reason)}.",
                 "I need to cancel {ref:anchor} ({human(reason)}).",
             ],
-        },
+            [f"days_between(today, anchor.start) >= {deadline}"],
+        ),
         {
             "id": f"{b.slug}_price",
             "level": 1,
@@ -588,13 +567,7 @@ def bookings(t: Theme, rng: random.Random) -> Part:
             "anchor": {"entity": bk, "where": "row.status in ['booked', 'active']"},
             "let": {
                 "n": {"between": [1, 3]},
-                "others": {
-                    "rows": {
-                        "rows": bk,
-                        "where": {rid: f"=anchor.{rid}"},
-                        "filter": f"row.id != anchor.id and {live}",
-                    }
-                },
+                "others": others,
             },
             "require": ["not any(overlaps(x.start, x.days, anchor.end, n) for x in others)"],
             "plan": [
@@ -612,13 +585,7 @@ def bookings(t: Theme, rng: random.Random) -> Part:
             "anchor": {"entity": bk, "where": "row.status == 'booked'"},
             "let": {
                 "n": {"between": [1, 3]},
-                "others": {
-                    "rows": {
-                        "rows": bk,
-                        "where": {rid: f"=anchor.{rid}"},
-                        "filter": f"row.id != anchor.id and {live}",
-                    }
-                },
+                "others": others,
                 "new_price": {"value": "money(anchor.rate * (anchor.days + n))"},
                 "over": {"between": [0, 1]},
                 "budget": {"value": "int(new_price // 50) * 50 + (50 if over == 0 else 0)"},
@@ -627,19 +594,13 @@ def bookings(t: Theme, rng: random.Random) -> Part:
                 "not any(overlaps(x.start, x.days, anchor.end, n) for x in others)",
                 f"days_between(today, anchor.start) >= {deadline}",
             ],
-            "plan": [
+            "plan": branch_plan(
                 {"tool": get, "args": {bid: "=anchor.id"}},
-                {
-                    "tool": extend,
-                    "args": {bid: "=anchor.id", "extra_days": "=n"},
-                    "when": "new_price <= budget",
-                },
-                {
-                    "tool": cancel,
-                    "args": {bid: "=anchor.id", "reason": "no_longer_needed"},
-                    "when": "new_price > budget",
-                },
-            ],
+                {"tool": extend, "args": {bid: "=anchor.id", "extra_days": "=n"}},
+                "new_price <= budget",
+                {"tool": cancel, "args": {bid: "=anchor.id", "reason": "no_longer_needed"}},
+                "new_price > budget",
+            ),
             "instruction": [
                 f"Please extend {{ref:anchor}} by {days} if its whole price then stays at "
                 "{budget} or less. If it would cost more, cancel it instead (reason: no longer "
@@ -648,38 +609,23 @@ def bookings(t: Theme, rng: random.Random) -> Part:
                 "{budget} in all; otherwise cancel it, as no longer needed.",
             ],
         },
-        {
-            "id": f"cancel_all_{b.table}",
-            "level": 4,
-            "anchor": {"entity": cl},
-            "let": {
-                "upcoming": {
-                    "rows": {
-                        "rows": bk,
-                        "where": {f"{c.slug}_id": "=anchor.id", "status": "booked"},
-                    }
-                },
-                "reason": {"choice": ["change_of_plans", "schedule_conflict"]},
-            },
-            "require": [
-                "len(upcoming) >= 2",
-                f"all(days_between(today, x.start) >= {deadline} for x in upcoming)",
-            ],
-            "plan": [
-                {"tool": listing, "args": {f"{c.slug}_id": "=anchor.id", "status": "booked"}},
-                {
-                    "tool": cancel,
-                    "args": {bid: "=item.id", "reason": "=reason"},
-                    "for_each": "upcoming",
-                },
-            ],
-            "instruction": [
+        for_all_goal(
+            f"cancel_all_{b.table}",
+            c,
+            bk,
+            "booked",
+            "upcoming",
+            listing,
+            {"tool": cancel, "args": {bid: "=item.id", "reason": "=reason"}},
+            [
                 f"Please cancel every {b.word} of {{ref:anchor}} that has not started yet. "
                 "The reason: {human(reason)}.",
                 f"{{ref:anchor}} can't make it. Cancel all of their booked {b.plural}; reason: "
                 "{human(reason)}.",
             ],
-        },
+            let={"reason": {"choice": ["change_of_plans", "schedule_conflict"]}},
+            require=[f"all(days_between(today, x.start) >= {deadline} for x in upcoming)"],
+        ),
         {
             "id": f"past_{b.slug}_spend",
             "level": 4,
@@ -785,23 +731,11 @@ def ledger(t: Theme, rng: random.Random) -> Part:
             "prior_call": {"tool": transfer, "needs": get, "match": {aid: "from_id"}},
         },
     ]
-    one = {aid: _id_param(a.word, "AC")}
+    one = {aid: id_param(a.word, "AC")}
     actions: list[Data] = [
-        {
-            "name": listing,
-            "kind": "read",
-            "description": f"List a {c.word}'s {a.plural} with their balances.",
-            "params": {f"{c.slug}_id": _id_param(c.word, "CL")},
-            "load": {
-                "person": f"{cl}[{c.slug}_id]",
-                "found": {
-                    "rows": acc,
-                    "where": {f"{c.slug}_id": f"={c.slug}_id"},
-                    "order_by": "number",
-                },
-            },
-            "returns": "=found",
-        },
+        owned_listing(
+            listing, c, acc, f"List a {c.word}'s {a.plural} with their balances.", "number"
+        ),
         {
             "name": get,
             "kind": "read",
@@ -812,21 +746,7 @@ def ledger(t: Theme, rng: random.Random) -> Part:
             "load": {"got": f"{acc}[{aid}]"},
             "returns": "=got",
         },
-        {
-            "name": f"find_{a.slug}_by_number",
-            "kind": "read",
-            "description": f"Find a {a.word} by its eight-digit number.",
-            "params": {"number": {"type": "integer", "description": "The number.", "minimum": 0}},
-            "load": {"found": {"rows": acc, "where": {"number": "=number"}, "limit": 1}},
-            "require": [
-                {
-                    "check": "len(found) == 1",
-                    "code": "not_found",
-                    "error": f"No {a.word} has number {{number}}.",
-                }
-            ],
-            "returns": "=found[0]",
-        },
+        find_by(a, acc, "number", "eight-digit number"),
         {
             "name": history,
             "kind": "read",
@@ -909,17 +829,17 @@ def ledger(t: Theme, rng: random.Random) -> Part:
     ]
     target = {"pick": {"rows": acc, "filter": "row.status == 'open' and row.id != anchor.id"}}
     goals: list[Data] = [
-        {
-            "id": freeze,
-            "level": 1,
-            "anchor": {"entity": acc, "where": "row.status == 'open'"},
-            "let": {"reason": {"choice": reasons}},
-            "plan": [{"tool": freeze, "args": {aid: "=anchor.id", "reason": "=reason"}}],
-            "instruction": [
+        reason_goal(
+            freeze,
+            acc,
+            "row.status == 'open'",
+            aid,
+            reasons,
+            [
                 "Please freeze {ref:anchor}; the reason: {human(reason)}.",
                 "{ref:anchor} has to be frozen ({human(reason)}).",
             ],
-        },
+        ),
         {
             "id": transfer,
             "level": 2,
@@ -955,19 +875,16 @@ def ledger(t: Theme, rng: random.Random) -> Part:
                 "target": target,
             },
             "require": [f"amount <= {limit}"],
-            "plan": [
+            "plan": branch_plan(
                 {"tool": get, "args": {aid: "=anchor.id"}},
                 {
                     "tool": transfer,
                     "args": {"from_id": "=anchor.id", "to_id": "=target.id", "amount": "=amount"},
-                    "when": "anchor.balance >= amount",
                 },
-                {
-                    "tool": freeze,
-                    "args": {aid: "=anchor.id", "reason": "customer_request"},
-                    "when": "anchor.balance < amount",
-                },
-            ],
+                "anchor.balance >= amount",
+                {"tool": freeze, "args": {aid: "=anchor.id", "reason": "customer_request"}},
+                "anchor.balance < amount",
+            ),
             "instruction": [
                 "If {ref:anchor} holds at least {amount}, move {amount} from it to {ref:target}. "
                 "If it holds less, freeze it instead, at the customer's request.",
@@ -975,30 +892,21 @@ def ledger(t: Theme, rng: random.Random) -> Part:
                 "{ref:target}; with less, freeze it (reason: customer request).",
             ],
         },
-        {
-            "id": f"freeze_all_{acc}",
-            "level": 4,
-            "anchor": {"entity": cl},
-            "let": {
-                "open": {
-                    "rows": {"rows": acc, "where": {f"{c.slug}_id": "=anchor.id", "status": "open"}}
-                },
-                "reason": {"choice": ["reported_lost", "suspected_fraud"]},
-            },
-            "require": ["len(open) >= 2"],
-            "plan": [
-                {"tool": listing, "args": {f"{c.slug}_id": "=anchor.id"}},
-                {
-                    "tool": freeze,
-                    "args": {aid: "=item.id", "reason": "=reason"},
-                    "for_each": "open",
-                },
-            ],
-            "instruction": [
+        for_all_goal(
+            f"freeze_all_{acc}",
+            c,
+            acc,
+            "open",
+            "open",
+            listing,
+            {"tool": freeze, "args": {aid: "=item.id", "reason": "=reason"}},
+            [
                 f"Please freeze every open {a.word} of {{ref:anchor}}; reason: {{human(reason)}}.",
                 f"All of {{ref:anchor}}'s open {a.plural} must be frozen ({{human(reason)}}).",
             ],
-        },
+            listed_by_status=False,
+            let={"reason": {"choice": ["reported_lost", "suspected_fraud"]}},
+        ),
         {
             "id": f"{m.slug}_total",
             "level": 4,
@@ -1103,7 +1011,7 @@ def approvals(t: Theme, rng: random.Random) -> Part:
             "prior_call": {"tool": approve, "needs": get, "match": {qid: qid}},
         },
     ]
-    one = {qid: _id_param(q.word, "RQ")}
+    one = {qid: id_param(q.word, "RQ")}
     pending = {
         "check": "got.status == 'pending'",
         "rule": "pending_only",
@@ -1119,28 +1027,14 @@ def approvals(t: Theme, rng: random.Random) -> Part:
             "load": {"found": {"rows": st, "order_by": "name"}},
             "returns": "=found",
         },
-        {
-            "name": listing,
-            "kind": "read",
-            "description": f"List a {c.word}'s {q.plural}, newest first, optionally by status.",
-            "params": {
-                f"{c.slug}_id": _id_param(c.word, "CL"),
-                "status": {
-                    "description": "Only this status.",
-                    "required": False,
-                    "enum": ["pending", "approved", "rejected"],
-                },
-            },
-            "load": {
-                "person": f"{cl}[{c.slug}_id]",
-                "found": {
-                    "rows": req,
-                    "where": {f"{c.slug}_id": f"={c.slug}_id", "status": "=status"},
-                    "order_by": "-filed_on",
-                },
-            },
-            "returns": "=found",
-        },
+        owned_listing(
+            listing,
+            c,
+            req,
+            f"List a {c.word}'s {q.plural}, newest first, optionally by status.",
+            "-filed_on",
+            ["pending", "approved", "rejected"],
+        ),
         {
             "name": get,
             "kind": "read",
@@ -1149,26 +1043,12 @@ def approvals(t: Theme, rng: random.Random) -> Part:
             "load": {"got": f"{req}[{qid}]"},
             "returns": "=got",
         },
-        {
-            "name": f"find_{q.slug}_by_number",
-            "kind": "read",
-            "description": f"Find a {q.word} by its five-digit number.",
-            "params": {"number": {"type": "integer", "description": "The number.", "minimum": 0}},
-            "load": {"found": {"rows": req, "where": {"number": "=number"}, "limit": 1}},
-            "require": [
-                {
-                    "check": "len(found) == 1",
-                    "code": "not_found",
-                    "error": f"No {q.word} has number {{number}}.",
-                }
-            ],
-            "returns": "=found[0]",
-        },
+        find_by(q, req, "number", "five-digit number"),
         {
             "name": approve,
             "kind": "write",
             "description": f"Approve a pending {q.word} in the name of a {s.word}.",
-            "params": {**one, "approver_id": _id_param(s.word, "ST")},
+            "params": {**one, "approver_id": id_param(s.word, "ST")},
             "load": {"got": f"{req}[{qid}]", "who": f"{st}[approver_id]"},
             "require": [
                 pending,
@@ -1193,17 +1073,17 @@ def approvals(t: Theme, rng: random.Random) -> Part:
     ]
     approver = {"pick": {"rows": st, "filter": "row.approval_limit >= anchor.amount"}}
     goals: list[Data] = [
-        {
-            "id": reject,
-            "level": 1,
-            "anchor": {"entity": req, "where": "row.status == 'pending'"},
-            "let": {"reason": {"choice": reasons}},
-            "plan": [{"tool": reject, "args": {qid: "=anchor.id", "reason": "=reason"}}],
-            "instruction": [
+        reason_goal(
+            reject,
+            req,
+            "row.status == 'pending'",
+            qid,
+            reasons,
+            [
                 "Please reject {ref:anchor}; the reason: {human(reason)}.",
                 "{ref:anchor} is to be rejected ({human(reason)}).",
             ],
-        },
+        ),
         {
             "id": approve,
             "level": 2,
@@ -1227,19 +1107,13 @@ def approvals(t: Theme, rng: random.Random) -> Part:
                 "over": {"between": [0, 1]},
                 "cap": {"value": "int(anchor.amount // 50) * 50 + (50 if over == 0 else 0)"},
             },
-            "plan": [
+            "plan": branch_plan(
                 {"tool": get, "args": {qid: "=anchor.id"}},
-                {
-                    "tool": approve,
-                    "args": {qid: "=anchor.id", "approver_id": "=approver.id"},
-                    "when": "anchor.amount <= cap",
-                },
-                {
-                    "tool": reject,
-                    "args": {qid: "=anchor.id", "reason": "over_budget"},
-                    "when": "anchor.amount > cap",
-                },
-            ],
+                {"tool": approve, "args": {qid: "=anchor.id", "approver_id": "=approver.id"}},
+                "anchor.amount <= cap",
+                {"tool": reject, "args": {qid: "=anchor.id", "reason": "over_budget"}},
+                "anchor.amount > cap",
+            ),
             "instruction": [
                 "If {ref:anchor} is for {cap} or less, approve it in the name of {ref:approver}; "
                 "if it is for more, reject it as over budget.",
@@ -1247,35 +1121,22 @@ def approvals(t: Theme, rng: random.Random) -> Part:
                 "reject it (over budget).",
             ],
         },
-        {
-            "id": f"reject_all_{req}",
-            "level": 4,
-            "anchor": {"entity": cl},
-            "let": {
-                "open": {
-                    "rows": {
-                        "rows": req,
-                        "where": {f"{c.slug}_id": "=anchor.id", "status": "pending"},
-                    }
-                },
-                "reason": {"choice": ["not_eligible", "duplicate"]},
-            },
-            "require": ["len(open) >= 2"],
-            "plan": [
-                {"tool": listing, "args": {f"{c.slug}_id": "=anchor.id", "status": "pending"}},
-                {
-                    "tool": reject,
-                    "args": {qid: "=item.id", "reason": "=reason"},
-                    "for_each": "open",
-                },
-            ],
-            "instruction": [
+        for_all_goal(
+            f"reject_all_{req}",
+            c,
+            req,
+            "pending",
+            "open",
+            listing,
+            {"tool": reject, "args": {qid: "=item.id", "reason": "=reason"}},
+            [
                 f"Please reject every pending {q.word} of {{ref:anchor}}; reason: "
                 "{human(reason)}.",
                 f"None of {{ref:anchor}}'s pending {q.plural} can go ahead. Reject them all "
                 "({human(reason)}).",
             ],
-        },
+            let={"reason": {"choice": ["not_eligible", "duplicate"]}},
+        ),
     ]
     return Part(entities, actions, rules, goals)
 
@@ -1332,7 +1193,7 @@ def workflow(t: Theme, rng: random.Random) -> Part:
             "other moves.",
         },
     ]
-    one = {kid: _id_param(k.word, "TK")}
+    one = {kid: id_param(k.word, "TK")}
 
     def move(name: str, verb: str, frm: list[str], to: str, extra: Data | None = None) -> Data:
         extra = extra or {}
@@ -1354,28 +1215,14 @@ def workflow(t: Theme, rng: random.Random) -> Part:
         }
 
     actions: list[Data] = [
-        {
-            "name": listing,
-            "kind": "read",
-            "description": f"List a {c.word}'s {k.plural}, newest first, optionally by status.",
-            "params": {
-                f"{c.slug}_id": _id_param(c.word, "CL"),
-                "status": {
-                    "description": "Only this status.",
-                    "required": False,
-                    "enum": ["open", "in_progress", "on_hold", "resolved", "closed"],
-                },
-            },
-            "load": {
-                "person": f"{cl}[{c.slug}_id]",
-                "found": {
-                    "rows": tk,
-                    "where": {f"{c.slug}_id": f"={c.slug}_id", "status": "=status"},
-                    "order_by": "-opened_on",
-                },
-            },
-            "returns": "=found",
-        },
+        owned_listing(
+            listing,
+            c,
+            tk,
+            f"List a {c.word}'s {k.plural}, newest first, optionally by status.",
+            "-opened_on",
+            ["open", "in_progress", "on_hold", "resolved", "closed"],
+        ),
         {
             "name": get,
             "kind": "read",
@@ -1384,21 +1231,7 @@ def workflow(t: Theme, rng: random.Random) -> Part:
             "load": {"got": f"{tk}[{kid}]"},
             "returns": "=got",
         },
-        {
-            "name": f"find_{k.slug}_by_code",
-            "kind": "read",
-            "description": f"Find a {k.word} by its code.",
-            "params": {"code": {"type": "integer", "description": "The code.", "minimum": 0}},
-            "load": {"found": {"rows": tk, "where": {"code": "=code"}, "limit": 1}},
-            "require": [
-                {
-                    "check": "len(found) == 1",
-                    "code": "not_found",
-                    "error": f"No {k.word} has code {{code}}.",
-                }
-            ],
-            "returns": "=found[0]",
-        },
+        find_by(k, tk, "code", "code"),
         move(start, "start work on", ["open", "on_hold"], "in_progress"),
         move(hold, "put on hold", ["in_progress"], "on_hold"),
         move(
@@ -1464,15 +1297,13 @@ def workflow(t: Theme, rng: random.Random) -> Part:
             "id": f"triage_{k.slug}",
             "level": 3,
             "anchor": {"entity": tk, "where": "row.status == 'open'"},
-            "plan": [
+            "plan": branch_plan(
                 {"tool": get, "args": {kid: "=anchor.id"}},
-                {"tool": start, "args": {kid: "=anchor.id"}, "when": "anchor.priority == 'urgent'"},
-                {
-                    "tool": prioritise,
-                    "args": {kid: "=anchor.id", "priority": "urgent"},
-                    "when": "anchor.priority != 'urgent'",
-                },
-            ],
+                {"tool": start, "args": {kid: "=anchor.id"}},
+                "anchor.priority == 'urgent'",
+                {"tool": prioritise, "args": {kid: "=anchor.id", "priority": "urgent"}},
+                "anchor.priority != 'urgent'",
+            ),
             "instruction": [
                 "Please look at {ref:anchor}: if it is urgent, start work on it; if not, raise "
                 "its priority to urgent.",
@@ -1480,49 +1311,31 @@ def workflow(t: Theme, rng: random.Random) -> Part:
                 "to urgent priority.",
             ],
         },
-        {
-            "id": f"close_all_{tk}",
-            "level": 4,
-            "anchor": {"entity": cl},
-            "let": {
-                "done": {
-                    "rows": {
-                        "rows": tk,
-                        "where": {f"{c.slug}_id": "=anchor.id", "status": "resolved"},
-                    }
-                }
-            },
-            "require": ["len(done) >= 2"],
-            "plan": [
-                {"tool": listing, "args": {f"{c.slug}_id": "=anchor.id", "status": "resolved"}},
-                {"tool": close, "args": {kid: "=item.id"}, "for_each": "done"},
-            ],
-            "instruction": [
+        for_all_goal(
+            f"close_all_{tk}",
+            c,
+            tk,
+            "resolved",
+            "done",
+            listing,
+            {"tool": close, "args": {kid: "=item.id"}},
+            [
                 f"Please close every resolved {k.word} of {{ref:anchor}}.",
                 f"All of {{ref:anchor}}'s resolved {k.plural} can be closed. Please do it.",
             ],
-        },
-        {
-            "id": f"pause_all_{tk}",
-            "level": 4,
-            "anchor": {"entity": cl},
-            "let": {
-                "busy": {
-                    "rows": {
-                        "rows": tk,
-                        "where": {f"{c.slug}_id": "=anchor.id", "status": "in_progress"},
-                    }
-                }
-            },
-            "require": ["len(busy) >= 2"],
-            "plan": [
-                {"tool": listing, "args": {f"{c.slug}_id": "=anchor.id", "status": "in_progress"}},
-                {"tool": hold, "args": {kid: "=item.id"}, "for_each": "busy"},
-            ],
-            "instruction": [
+        ),
+        for_all_goal(
+            f"pause_all_{tk}",
+            c,
+            tk,
+            "in_progress",
+            "busy",
+            listing,
+            {"tool": hold, "args": {kid: "=item.id"}},
+            [
                 f"Please put every {k.word} of {{ref:anchor}} that is in progress on hold.",
                 f"{{ref:anchor}} asked us to pause: hold all of their in-progress {k.plural}.",
             ],
-        },
+        ),
     ]
     return Part(entities, actions, rules, goals)

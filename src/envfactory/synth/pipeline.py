@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from envfactory.domain.loader import parse_domain
 from envfactory.errors import DomainError, SynthesisError
 from envfactory.openapi.library import register_world, save_world
-from envfactory.quality.batch import audit_at_scale, audit_summary, check_name, empty_cell
+from envfactory.quality.batch import AuditedWorld, check_name
 from envfactory.registry import list_envs
 from envfactory.synth.compose import synthesize
 from envfactory.synth.environment import SynthEnvironment
@@ -47,24 +47,12 @@ class SynthSettings:
     diversity: int = 150
 
 
-class WorldResult(BaseModel):
+class WorldResult(AuditedWorld):
     """What became of one candidate world."""
 
     index: int
     env_id: str = ""
     patterns: list[str] = Field(default_factory=list)
-    passed: bool = False
-    reason: str | None = None
-    detail: str = ""
-    seconds: float = 0.0
-    cpu_seconds: float = 0.0
-    tools: int = 0
-    entities: int = 0
-    rows: int = 0
-    goals: int = 0
-    audit_n: int = 0
-    audit: dict[str, Any] | None = None
-    problems: list[str] = Field(default_factory=list)
     domain: dict[str, Any] | None = Field(None, exclude=True, description="when it passed")
 
 
@@ -113,18 +101,8 @@ def _run(index: int, s: SynthSettings, result: WorldResult) -> None:
     register_world(
         spec.id, lambda seed=0, scale=1.0: SynthEnvironment(spec, seed=seed, scale=scale)
     )
-    info = env.info()
-    result.tools, result.entities, result.rows = info.tools, info.tables, info.rows
-    result.goals = info.goal_templates
-    if why := empty_cell(env):
-        result.reason, result.detail = "no_tasks", why
-        return
-    report, result.audit_n = audit_at_scale(env, s.n, s.diversity)
-    result.audit, result.problems = audit_summary(report), report.problems[:10]
-    if not report.passed:
-        result.reason, result.detail = "audit_failure", "; ".join(report.problems[:3])[:500]
-        return
-    result.passed, result.domain = True, made.domain
+    if result.judge(env, s.n, s.diversity):
+        result.domain = made.domain
 
 
 def _init_worker() -> None:
