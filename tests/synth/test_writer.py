@@ -39,7 +39,7 @@ def test_each_failure_goes_back_to_the_model_with_its_reason() -> None:
 def test_read_reply_refuses_what_is_not_a_mapping() -> None:
     with pytest.raises(ValueError, match="mapping"):
         read_reply("- just\n- a list")
-    assert read_reply("```json\n{\"id\": \"x\"}\n```") == {"id": "x"}
+    assert read_reply('```json\n{"id": "x"}\n```') == {"id": "x"}
 
 
 def test_seed_names_are_reproducible() -> None:
