@@ -1,13 +1,13 @@
 """Rollouts steered by the curriculum: rounds of groups drawn from it, outcomes fed back.
 
 Round ``i`` of a run in ``out`` draws ``groups`` tasks (an environment by learnability, a level
-of its frontier window, a fresh task index, or with a gap targeter the best of a few fresh
-ones) and runs them with the rollout engine into
-``out/round-000i``; every scored episode is reported to the curriculum as it finishes, so the
-next round is drawn from the updated frontiers. The tasks of a round are saved in the
-curriculum store before it starts, so a killed run resumes the same round (``resume=True``)
-and re-reports every episode the round's store holds: the store counts each episode once, so
-nothing is lost and nothing is counted twice.
+of its frontier window, a fresh task index, or with a gap targeter one of a few fresh ones
+drawn toward the agent's gaps) and runs them with the rollout engine into ``out/round-000i``;
+every scored episode is reported to the curriculum as it finishes, so the next round is drawn
+from the updated frontiers. The tasks of a round are saved in the curriculum store before it
+starts, so a killed run resumes the same round (``resume=True``) and re-reports every episode
+the round's store holds: the store counts each episode once, so nothing is lost and nothing is
+counted twice.
 """
 
 from __future__ import annotations
