@@ -257,10 +257,13 @@ def write_domains(
     started = time.perf_counter()
     chat = _Chat(s)
     results = []
-    for seed in seeds:
-        results.append(write_one(chat, seed, s, out))
-        if progress is not None:
-            progress(results[-1].passed)
+    try:
+        for seed in seeds:
+            results.append(write_one(chat, seed, s, out))
+            if progress is not None:
+                progress(results[-1].passed)
+    finally:
+        chat.http.close()
     per_round = []
     passed_by = []
     for r in range(s.rounds):
