@@ -26,7 +26,6 @@ import os
 import signal
 import statistics
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +42,7 @@ from envfactory.openapi.environment import OpenAPIEnvironment
 from envfactory.openapi.library import factory_for, free_id, register_world, save_world
 from envfactory.openapi.model import NoWorld
 from envfactory.openapi.names import world_id
-from envfactory.quality.batch import FULL_N, AuditedWorld, check_name
+from envfactory.quality.batch import FULL_N, AuditedWorld, tally
 from envfactory.registry import list_envs
 from envfactory.workers import imap_unordered
 
@@ -198,11 +197,7 @@ def _results(items: list[tuple[Path, str]], s: Settings, jobs: int) -> Iterator[
 
 
 def _report(results: list[SpecResult], s: Settings, seconds: float) -> ImportReport:
-    failures = Counter(r.reason for r in results if r.reason)
-    checks: Counter[str] = Counter()
-    for r in results:
-        if r.reason == "audit_failure":
-            checks.update({check_name(p) for p in r.problems})
+    failures, checks = tally(results, REASONS)
     times = sorted(r.seconds for r in results)
     built = sorted(r.seconds for r in results if r.env_id)
     return ImportReport(
@@ -210,8 +205,8 @@ def _report(results: list[SpecResult], s: Settings, seconds: float) -> ImportRep
         compiled=sum(1 for r in results if r.env_id),
         passed_audit=sum(1 for r in results if r.passed),
         seconds=round(seconds, 2),
-        failures={k: failures[k] for k in REASONS if failures[k]},
-        audit_failures=dict(checks.most_common()),
+        failures=failures,
+        audit_failures=checks,
         median_seconds=round(statistics.median(times), 3) if times else 0.0,
         p90_seconds=round(times[int(0.9 * (len(times) - 1))], 3) if times else 0.0,
         median_seconds_compiled=round(statistics.median(built), 3) if built else 0.0,

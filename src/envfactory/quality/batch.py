@@ -3,6 +3,8 @@ and the failed checks named so they can be counted across the run."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -111,3 +113,18 @@ class AuditedWorld(BaseModel):
             return False
         self.passed = True
         return True
+
+
+def tally(
+    results: Iterable[AuditedWorld], reasons: Sequence[str]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """A batch's failures by reason (in ``reasons``' order), and the failed audit checks by
+    kind, counted over the audit failures, most frequent first."""
+    failures: Counter[str] = Counter()
+    checks: Counter[str] = Counter()
+    for r in results:
+        if r.reason:
+            failures[r.reason] += 1
+        if r.reason == "audit_failure":
+            checks.update({check_name(p) for p in r.problems})
+    return {k: failures[k] for k in reasons if failures[k]}, dict(checks.most_common())

@@ -9,7 +9,7 @@ levels are equally hard fails it now and then by chance; those are counted, not 
 candidate ends as exactly one outcome: ``passed``
 (saved to the library folder), ``compile_error`` (the engine refused the domain data: a
 synthesiser bug, reported), ``no_tasks`` (a cell of the difficulty ladder is empty),
-``audit_failure`` (with its failed checks counted), ``timeout`` or ``internal_error``.
+``audit_failure`` (with its failed checks counted) or ``internal_error``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from envfactory.domain.loader import parse_domain
 from envfactory.errors import DomainError, SynthesisError
 from envfactory.openapi.library import register_world, save_world
-from envfactory.quality.batch import AuditedWorld, check_name
+from envfactory.quality.batch import AuditedWorld, tally
 from envfactory.registry import list_envs
 from envfactory.synth.compose import synthesize
 from envfactory.synth.environment import SynthEnvironment
@@ -154,11 +154,7 @@ def _meta(r: WorldResult, s: SynthSettings) -> dict[str, Any]:
 def _report(
     results: list[WorldResult], kept: list[WorldResult], s: SynthSettings, seconds: float
 ) -> SynthReport:
-    failures = Counter(r.reason for r in results if r.reason)
-    checks: Counter[str] = Counter()
-    for r in results:
-        if r.reason == "audit_failure":
-            checks.update({check_name(p) for p in r.problems})
+    failures, checks = tally(results, REASONS)
     passed = sum(r.passed for r in results)
     return SynthReport(
         generated=len(results),
@@ -169,8 +165,8 @@ def _report(
         median_cpu_seconds=round(statistics.median(r.cpu_seconds for r in results), 3)
         if results
         else 0.0,
-        failures={k: failures[k] for k in REASONS if failures[k]},
-        audit_failures=dict(checks.most_common()),
+        failures=failures,
+        audit_failures=checks,
         patterns=dict(sorted(Counter(p for r in kept for p in r.patterns).items())),
         settings={
             "seed": s.seed,
