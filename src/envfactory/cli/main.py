@@ -10,6 +10,7 @@ from envfactory.cli import (
     check,
     demo,
     envs,
+    export_sft,
     gaps,
     openapi,
     play,
@@ -45,6 +46,7 @@ app.command("bench-serve")(serve.bench_serve)
 app.command("serve-model")(serve_model_cli.serve_model)
 app.command("proxy")(proxy_cli.proxy)
 app.command("train")(train.train)
+app.command("export-sft")(export_sft.export_sft)
 app.command("synth")(synth.synth)
 app.command("gaps")(gaps.gaps)
 app.add_typer(openapi.app, name="openapi")

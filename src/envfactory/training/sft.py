@@ -3,23 +3,42 @@ through the same harness a model sees, as demonstrations. Loss on the assistant'
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
 from envfactory.harness.config import HarnessConfig
 from envfactory.policies.wrap import ScriptedPolicy
-from envfactory.rollout.engine import RolloutEngine
+from envfactory.rollout.engine import Listener, RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
-from envfactory.trajectory.record import ChatMessage
+from envfactory.trajectory.record import ChatMessage, EpisodeRecord
 
 IGNORE = -100  # label of a token no loss is taken on
 
 
+def solved(
+    refs: list[TaskRef], harness: HarnessConfig, on_episode: Listener | None = None
+) -> list[EpisodeRecord]:
+    """The oracle's episodes of ``refs`` that it solved (reward 1.0), in the order of ``refs``,
+    played through ``harness``; ``on_episode`` sees every finished episode, solved or not."""
+    engine = RolloutEngine(
+        ScriptedPolicy("oracle"), harness=harness, config=EngineConfig(), on_episode=on_episode
+    )
+
+    async def play() -> None:
+        try:
+            await engine.run(refs)
+        finally:
+            await engine.aclose()
+
+    asyncio.run(play())
+    order = {ref.group_id: i for i, ref in enumerate(refs)}
+    return sorted((r for r in engine.records if r.reward == 1.0), key=lambda r: order[r.group_id])
+
+
 def demonstrations(refs: list[TaskRef], harness: HarnessConfig) -> list[list[ChatMessage]]:
     """The oracle's transcripts of ``refs`` (those it solved), as the model would see them."""
-    engine = RolloutEngine(ScriptedPolicy("oracle"), harness=harness, config=EngineConfig())
-    engine.run_sync(refs)
-    return [r.messages for r in engine.records if r.reward == 1.0]
+    return [r.messages for r in solved(refs, harness)]
 
 
 def labelled(tokenizer: Any, messages: list[ChatMessage]) -> tuple[list[int], list[int]]:
