@@ -70,7 +70,9 @@ def export_sft(
     envs: list[str] = typer.Option(
         ..., "--envs", help="World ids: a comma list, or the option repeated."
     ),
-    out: Path = typer.Option(..., "--out", help="Folder for SPLIT.jsonl and SPLIT.parquet."),
+    out: Path = typer.Option(
+        ..., "--out", help="Folder for jsonl/SPLIT.jsonl and parquet/SPLIT.parquet."
+    ),
     split: list[str] = typer.Option(
         ["train"],
         "--split",
@@ -118,7 +120,7 @@ def export_sft(
 
 
 def show(summary: ExportSummary) -> None:
-    table = Table(title=f"export-sft ({summary.format}): rows by world")
+    table = Table(title=f"{summary.format} rows by world")
     table.add_column("world")
     table.add_column("rows", justify="right")
     for world, rows in summary.per_world.items():

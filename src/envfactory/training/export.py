@@ -9,7 +9,8 @@ user turn and the tools listed in the system prompt, so any chat template can tr
 
 Rows carry the transcript and where it came from (world, split, difficulty, task index,
 reward), nothing else: no gold plan, target or rubric beyond what the transcript shows.
-One JSONL and one Parquet file per split, named after it, so ``datasets`` maps them to splits.
+One JSONL and one Parquet file per split, named after it (``jsonl/train.jsonl``,
+``parquet/train.parquet``), so ``datasets`` maps the files of a folder to splits.
 """
 
 from __future__ import annotations
@@ -81,11 +82,13 @@ def task_refs(
     ]
 
 
-def message(m: ChatMessage) -> ChatMessage:
-    """A transcript message as a training message: its chat fields only, and empty text
-    rather than ``None`` beside tool calls (chat templates concatenate it)."""
-    out = {k: m[k] for k in MESSAGE_KEYS if k in m}
-    if out.get("content") is None:
+def message(m: ChatMessage, fmt: Format) -> ChatMessage:
+    """A transcript message as a training message: the chat fields of ``fmt``, every one
+    present (``None`` where unused, as ``datasets`` reads them back from either file), and
+    empty text rather than ``None`` beside tool calls (chat templates concatenate it)."""
+    keys = MESSAGE_KEYS if fmt == "native" else MESSAGE_KEYS[:2]
+    out = {k: m.get(k) for k in keys}
+    if out["content"] is None:
         out["content"] = ""
     return out
 
@@ -93,7 +96,7 @@ def message(m: ChatMessage) -> ChatMessage:
 def to_row(record: EpisodeRecord, fmt: Format) -> dict[str, Any]:
     """One training row: the transcript, the tools (native) and where it came from."""
     ref = TaskRef.parse(record.task_id)
-    row: dict[str, Any] = {"messages": [message(m) for m in record.messages]}
+    row: dict[str, Any] = {"messages": [message(m, fmt) for m in record.messages]}
     if fmt == "native":
         row["tools"] = json.dumps(record.tools, separators=(",", ":"))
     row.update(
@@ -150,13 +153,15 @@ def write_parquet(rows: list[dict[str, Any]], path: Path, fmt: Format) -> Path:
 
 
 def write(rows: list[dict[str, Any]], out: Path, splits: Sequence[str], fmt: Format) -> list[Path]:
-    """``SPLIT.jsonl`` and ``SPLIT.parquet`` in ``out`` for each split asked for."""
-    out.mkdir(parents=True, exist_ok=True)
+    """``jsonl/SPLIT.jsonl`` and ``parquet/SPLIT.parquet`` in ``out`` for each split asked
+    for: one folder per format, so ``load_dataset(builder, data_dir=...)`` finds the splits."""
+    for folder in ("jsonl", "parquet"):
+        (out / folder).mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
     for split in splits:
         part = [r for r in rows if r["split"] == split]
-        files.append(write_jsonl(part, out / f"{split}.jsonl"))
-        files.append(write_parquet(part, out / f"{split}.parquet", fmt))
+        files.append(write_jsonl(part, out / "jsonl" / f"{split}.jsonl"))
+        files.append(write_parquet(part, out / "parquet" / f"{split}.parquet", fmt))
     return files
 
 
