@@ -8,6 +8,7 @@ from envfactory.cli import (
     audit,
     bench,
     check,
+    dashboard,
     demo,
     envs,
     export_sft,
@@ -49,6 +50,7 @@ app.command("train")(train.train)
 app.command("export-sft")(export_sft.export_sft)
 app.command("synth")(synth.synth)
 app.command("gaps")(gaps.gaps)
+app.command("dashboard")(dashboard.dashboard)
 app.add_typer(openapi.app, name="openapi")
 app.add_typer(curriculum_cli.app, name="curriculum")
 
