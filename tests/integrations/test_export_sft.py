@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from envfactory.cli.main import app
 from envfactory.rollout.types import TaskRef
-from envfactory.training.export import harness_for, row_keys
+from envfactory.training.export import Format, harness_for, row_keys
 from envfactory.training.sft import solved
 
 pytestmark = pytest.mark.integrations
@@ -89,11 +89,12 @@ def test_rows_hold_the_transcript_and_nothing_hidden(
     native: tuple[Path, dict[str, Any]], hermes: tuple[Path, dict[str, Any]]
 ) -> None:
     refs = [TaskRef("hotel", "train", 0, i) for i in range(TASKS)]
-    for (out, _), fmt in ((native, "native"), (hermes, "hermes")):
+    exports: list[tuple[Path, Format]] = [(native[0], "native"), (hermes[0], "hermes")]
+    for out, fmt in exports:
         rows = lines(out / "jsonl" / "train.jsonl")
-        played = solved(refs, harness_for(fmt))  # type: ignore[arg-type]
+        played = solved(refs, harness_for(fmt))
         for row, record in zip(rows, played, strict=True):
-            assert tuple(row) == row_keys(fmt)  # type: ignore[arg-type]
+            assert tuple(row) == row_keys(fmt)
             assert row["task_id"] == record.task_id
             shown = [{k: v for k, v in m.items() if v not in (None, "")} for m in row["messages"]]
             told = [{k: v for k, v in m.items() if v not in (None, "")} for m in record.messages]
@@ -135,9 +136,7 @@ def test_the_test_split_is_refused_unless_allowed_and_then_warned(tmp_path: Path
         (["--envs", "hotel", "--format", "chatml"], "chatml"),
     ],
 )
-def test_bad_arguments_exit_2_with_the_reason(
-    args: list[str], words: str, tmp_path: Path
-) -> None:
+def test_bad_arguments_exit_2_with_the_reason(args: list[str], words: str, tmp_path: Path) -> None:
     result = run(*args, "--out", str(tmp_path / "out"))
     assert result.exit_code == 2 and words in said(result)
 
