@@ -35,9 +35,9 @@ def _text(content: Any) -> str:
 
 
 def _pretty(text: str) -> str:
-    """JSON text indented; anything else as it is."""
+    """JSON text re-spaced on one line (the page wraps it); anything else as it is."""
     try:
-        return json.dumps(json.loads(text), indent=1, ensure_ascii=False)
+        return json.dumps(json.loads(text), ensure_ascii=False)
     except (ValueError, TypeError):
         return text
 

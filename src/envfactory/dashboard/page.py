@@ -57,6 +57,7 @@ a { color:#1f5fbf; }
 .msg.role-assistant { border-left-color:#7a3fbf; }
 .msg.role-tool { border-left-color:#1a7f37; margin-left:28px; }
 .msg.role-system { border-left-color:#9aa5b4; }
+td.action { max-width:420px; }
 pre { white-space:pre-wrap; word-break:break-word; margin:4px 0; font:12px/1.4 ui-monospace,
   SFMono-Regular, Menlo, monospace; }
 .toolcall { background:#f4effb; border-radius:4px; padding:4px 8px; margin-top:6px; }
@@ -99,6 +100,7 @@ function pct(x) { return x === null || x === undefined ? '–' : Math.round(100 
 function when(t) { return t ? new Date(t * 1000).toLocaleTimeString() : '–'; }
 function secs(s) {
   if (s === null || s === undefined) return '–';
+  if (s > 0 && s < 1) return +(s * 1000).toPrecision(3) + ' ms';
   if (s < 120) return (+s.toFixed(s < 10 ? 2 : 1)) + ' s';
   if (s < 7200) return (s / 60).toFixed(1) + ' min';
   return (s / 3600).toFixed(1) + ' h';
@@ -338,6 +340,9 @@ async function episodes() {
   if (state.difficulty !== '') q.set('difficulty', state.difficulty);
   if (state.status) q.set('status', state.status);
   const data = await api(`/api/runs/${state.run}/episodes?` + q);
+  const text = JSON.stringify([state.run, q.toString(), data]);
+  if (text === lastEpisodes) return;
+  lastEpisodes = text;
   const t = document.getElementById('episodes');
   t.replaceChildren(el('tr', {}, ['ended', 'episode', 'world', 'difficulty', 'status', 'reward',
     'steps', 'tool errors'].map(h => el('th', {class: h === 'episode' ? 'l' : ''}, h))));
@@ -352,8 +357,22 @@ async function episodes() {
     `${data.total} episodes match; the newest ${data.episodes.length} shown`;
 }
 
+let lastText = '', lastEpisodes = '';
+
 async function refresh() {
   const o = await api(`/api/overview?window=${state.window}`);
+  const text = JSON.stringify([o, state.x]);
+  if (text !== lastText) render(o);  // unchanged data: the page is left as it is
+  lastText = text;
+  await episodes();
+  const s = document.getElementById('status');
+  s.classList.remove('err');
+  s.textContent =
+    `updated ${new Date().toLocaleTimeString()} · every ${CONFIG.refresh_ms / 1000} s`;
+  document.body.dataset.refreshed = String(Date.now());
+}
+
+function render(o) {
   lastOverview = o;
   const colors = i => COLORS[i % COLORS.length];
   document.getElementById('runs').replaceChildren(...o.runs.map((r, i) => runCard(r, colors(i))));
@@ -365,12 +384,6 @@ async function refresh() {
     [el('div', {class: 'muted'}, 'no curriculum: these runs were not drawn from one ' +
       '(rollout --curriculum DB; name the file with --curriculum)')]));
   filters();
-  await episodes();
-  const s = document.getElementById('status');
-  s.classList.remove('err');
-  s.textContent =
-    `updated ${new Date().toLocaleTimeString()} · every ${CONFIG.refresh_ms / 1000} s`;
-  document.body.dataset.refreshed = String(Date.now());
 }
 
 function bind() {
@@ -427,7 +440,7 @@ function stepsTable(steps) {
       .map(h => el('th', {class: 'l'}, h))));
   for (const s of steps) {
     t.append(el('tr', {class: s.changed ? 'changed' : ''}, el('td', {}, s.index),
-      el('td', {class: 'l'}, s.actor), el('td', {class: 'l'}, el('pre', {}, s.action)),
+      el('td', {class: 'l'}, s.actor), el('td', {class: 'l action'}, el('pre', {}, s.action)),
       el('td', {class: 'l' + (s.error ? ' err' : '')}, s.kind + (s.error ? ': ' + s.error : '')),
       el('td', {class: 'l'}, el('code', {}, s.state_hash.slice(0, 12))),
       el('td', {class: 'l'}, s.changed ? 'changed' : '')));
@@ -459,10 +472,10 @@ async function load() {
           `${i.name}: ${i.reason}`))),
         el('div', {class: 'muted'}, 'final state hash ', el('code', {}, e.state_hash || '–')),
         el('div', {class: 'muted'}, 'the record keeps the rubric\'s verdict on the target ' +
-          'and the state hash after each step (below), not the target itself'))),
+          'and the state hash after each step, not the target itself'),
+        el('h3', {style: 'margin-top:10px'}, 'steps and state changes'), stepsTable(e.steps))),
     el('section', {}, el('h2', {}, 'conversation'),
       el('div', {id: 'conversation'}, e.conversation.map(message))),
-    el('section', {}, el('h2', {}, 'steps and state changes'), stepsTable(e.steps)),
     el('section', {}, el('h2', {}, 'metrics'),
       kv(Object.entries(e.metrics).map(([k, v]) => [k, v]))));
   document.body.dataset.loaded = '1';

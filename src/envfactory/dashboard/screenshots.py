@@ -3,8 +3,8 @@
     python -m envfactory.dashboard.screenshots docs/images
 
 makes three runs in a temporary folder with ``envfactory rollout`` (the noisy oracle, the
-random policy with a short turn limit, and a curriculum run of the oracle whose frontier moves), serves
-the dashboard over them on loopback, and saves ``dashboard-overview.png`` and
+random policy with a short turn limit, and a curriculum run of the oracle whose frontier
+moves), serves the dashboard over them on loopback, and saves ``dashboard-overview.png`` and
 ``dashboard-episode.png`` taken by headless Chromium.
 """
 
@@ -43,7 +43,7 @@ def example_runs(folder: Path) -> tuple[list[Path], Path]:
 
 def shoot(out: Path) -> list[Path]:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     from envfactory.dashboard.app import Dashboard
     from envfactory.dashboard.server import running
@@ -61,7 +61,9 @@ def shoot(out: Path) -> list[Path]:
                 WebDriverWait(driver, 20).until(
                     lambda d: d.find_elements(By.CSS_SELECTOR, "#episodes tr[data-episode]")
                 )
-                time.sleep(0.3)
+                # scripted runs end within a second: their curves read best by episode
+                Select(driver.find_element(By.ID, "x-axis")).select_by_value("episodes")
+                time.sleep(0.5)
                 overview = out / "dashboard-overview.png"
                 driver.save_screenshot(str(overview))
                 # the curriculum run's longest episode: tool calls, writes, a passed rubric
