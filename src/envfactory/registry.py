@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from envfactory import sources
 from envfactory.domain.loader import builtin_domain_files, load_domain
 from envfactory.env import Environment
 from envfactory.errors import DomainError, EnvironmentUnavailable, UnknownEnvironment
@@ -23,7 +24,6 @@ BUILTIN_MODULES: list[str] = [
     "envfactory.repo.builtin",
     "envfactory.peers.tau2.register",
     "envfactory.multiagent.register",
-    "envfactory.openapi.register",  # the libraries ENVFACTORY_LIBRARY names
     "envfactory.web.builtin",  # web-<domain>: every built-in database domain as a website
 ]
 
@@ -81,6 +81,9 @@ def _load_builtins() -> None:
                 register(path.stem, _refuse(exc), overwrite=True)
         for module in BUILTIN_MODULES:
             importlib.import_module(module)
+        # Installed packages of worlds, then the files and folders ENVFACTORY_LIBRARY names.
+        sources.register_entry_points()
+        sources.register_from_environment()
 
 
 def list_envs() -> list[str]:
@@ -89,9 +92,11 @@ def list_envs() -> list[str]:
     return sorted(_FACTORIES)
 
 
-def build(env_id: str, *, seed: int = 0, scale: float = 1.0) -> Environment:
-    """A new, unshared instance of ``env_id`` (``make`` returns the shared one)."""
+def build(env_id: str | Path, *, seed: int = 0, scale: float = 1.0) -> Environment:
+    """A new, unshared instance of ``env_id`` (``make`` returns the shared one). ``env_id``
+    may also be a domain file or a folder holding one world (see :mod:`envfactory.sources`)."""
     _load_builtins()
+    env_id = _one_id(env_id)
     factory = _FACTORIES.get(env_id)
     if factory is None and env_id in _UNAVAILABLE:
         raise EnvironmentUnavailable(f"{env_id} is not available here: {_UNAVAILABLE[env_id]}")
@@ -102,9 +107,23 @@ def build(env_id: str, *, seed: int = 0, scale: float = 1.0) -> Environment:
     return factory(seed=seed, scale=scale)
 
 
-def make(env_id: str, *, seed: int = 0, scale: float = 1.0) -> Environment:
-    """The environment ``env_id`` (built once per process and shared; it is read-only)."""
+def _one_id(source: str | Path) -> str:
+    """The id of the one world ``source`` names."""
+    if isinstance(source, str) and source in _FACTORIES:
+        return source
+    ids = sources.resolve(source)
+    if len(ids) != 1:
+        raise UnknownEnvironment(
+            f"{source} holds {len(ids)} worlds ({', '.join(ids) or 'none'}); name one"
+        )
+    return ids[0]
+
+
+def make(env_id: str | Path, *, seed: int = 0, scale: float = 1.0) -> Environment:
+    """The environment ``env_id`` (built once per process and shared; it is read-only); a
+    domain file or a folder holding one world works too."""
     _load_builtins()
+    env_id = _one_id(env_id)
     with _LOCK:
         key = (env_id, seed, scale)
         env = _MADE.get(key)

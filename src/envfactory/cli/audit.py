@@ -11,7 +11,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from envfactory.bench.calibration import GRAMMAR_HARNESS, ModelBand, calibrate, model_bands
-from envfactory.cli.common import console, err_console, fail, print_json
+from envfactory.cli.common import console, err_console, fail, print_json, world_ids
 from envfactory.quality.audit import AuditReport, audit
 from envfactory.quality.report import write_report
 from envfactory.registry import list_envs, make
@@ -23,7 +23,9 @@ def _audit_one(env_id: str, n: int, seed: int) -> AuditReport:
 
 
 def audit_cmd(
-    env_ids: list[str] | None = typer.Argument(None, metavar="[ENV]...", help="Default: all."),
+    env_ids: list[str] | None = typer.Argument(
+        None, metavar="[ENV]...", help="Ids, domain files or folders of worlds. Default: all."
+    ),
     n: int = typer.Option(300, "-n", help="Tasks per environment for the baselines."),
     seed: int = typer.Option(0, help="Seed of the random baselines."),
     jobs: int = typer.Option(min(2, os.cpu_count() or 1), help="Environments audited at once."),
@@ -39,7 +41,7 @@ def audit_cmd(
 ) -> None:
     """Score environments: solvable, honest baselines, no exploit pays, graded, deterministic,
     diverse."""
-    ids = env_ids or list_envs()
+    ids = world_ids(env_ids) if env_ids else list_envs()
     unknown = sorted(set(ids) - set(list_envs()))
     if unknown:
         raise fail(f"unknown environment(s): {', '.join(unknown)}")

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from rich.table import Table
 
 from envfactory.bench.world import bench_world
-from envfactory.cli.common import console, err_console, fail, load_env, print_json
+from envfactory.cli.common import console, err_console, fail, load_env, print_json, world_ids
 from envfactory.harness.config import HarnessConfig
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ def _calibration(
     from envfactory.bench.calibration import calibrate, plot_calibration, single_agent_worlds
     from envfactory.cli.rollout import local_policy
 
-    worlds = [e.strip() for e in envs.split(",") if e.strip()] or single_agent_worlds()
+    worlds = world_ids(e.strip() for e in envs.split(",") if e.strip()) or single_agent_worlds()
     levels = [int(d) for d in difficulties.split(",") if d.strip()] or None
     kept = _kept_cells(out, harness.tool_format)
     policy = local_policy(model, {"temperature": 0.7, "max_tokens": max_tokens})

@@ -15,8 +15,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from envfactory.env import Environment
-from envfactory.errors import UnknownEnvironment
+from envfactory.errors import DomainError, UnknownEnvironment
 from envfactory.registry import make
+from envfactory.sources import resolve_all
 from envfactory.tasks.types import Split
 
 console = Console()
@@ -73,9 +74,19 @@ def fail(message: object) -> typer.Exit:
 
 
 def load_env(env_id: str) -> Environment:
+    """The world an id, domain file or folder names; exit 2 with the reason otherwise."""
     try:
         return make(env_id)
-    except UnknownEnvironment as exc:
+    except (UnknownEnvironment, DomainError) as exc:
+        raise fail(exc) from None
+
+
+def world_ids(sources: Iterable[str]) -> list[str]:
+    """The ids of the worlds that ids, domain files and folders name (see
+    :mod:`envfactory.sources`); exit 2 with the reason when a file does not load."""
+    try:
+        return resolve_all(sources)
+    except DomainError as exc:
         raise fail(exc) from None
 
 

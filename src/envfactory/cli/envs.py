@@ -7,25 +7,21 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from envfactory.cli.common import console, fail, print_json
-from envfactory.errors import DomainError
+from envfactory.cli.common import console, print_json, world_ids
 from envfactory.registry import list_envs, make
 
 
 def envs(
     json: bool = typer.Option(False, "--json", help="Print a JSON list."),
     library: list[Path] | None = typer.Option(
-        None, "--library", help="Also register the worlds saved in this folder (repeatable)."
+        None,
+        "--library",
+        help="Also list the worlds of this domain file or folder of worlds (repeatable).",
     ),
 ) -> None:
-    """List the registered environments."""
-    from envfactory.openapi.library import register_library
-
-    for folder in library or []:
-        try:
-            register_library(folder)
-        except DomainError as exc:
-            raise fail(exc) from None
+    """List the registered environments: built-in, installed (entry points), and those the
+    ``--library`` paths and ``ENVFACTORY_LIBRARY`` name."""
+    world_ids(str(p) for p in library or [])
     infos = [make(e).info() for e in list_envs()]
     if json:
         print_json(infos)

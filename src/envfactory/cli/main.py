@@ -14,6 +14,7 @@ from envfactory.cli import (
     export_sft,
     gaps,
     openapi,
+    packages,
     play,
     rollout,
     serve,
@@ -51,6 +52,9 @@ app.command("export-sft")(export_sft.export_sft)
 app.command("synth")(synth.synth)
 app.command("gaps")(gaps.gaps)
 app.command("dashboard")(dashboard.dashboard)
+app.command("init")(packages.init)
+app.command("pack")(packages.pack)
+app.command("install")(packages.install)
 app.add_typer(openapi.app, name="openapi")
 app.add_typer(curriculum_cli.app, name="curriculum")
 

@@ -14,7 +14,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, fail, print_json
+from envfactory.cli.common import console, err_console, fail, print_json, world_ids
 from envfactory.credit.advantages import CreditConfig
 from envfactory.credit.files import credit_folder, parse_credit
 from envfactory.errors import EnvFactoryError
@@ -97,7 +97,9 @@ def local_policy(model: str, sampling: dict[str, Any]) -> RolloutPolicy:
 
 
 def rollout(
-    envs: str = typer.Option("", "--envs", help="Comma-separated environment ids (default: all)."),
+    envs: str = typer.Option(
+        "", "--envs", help="Comma-separated ids, domain files or folders of worlds (default: all)."
+    ),
     splits: str = typer.Option("train", "--splits", help="Comma-separated splits."),
     difficulties: str = typer.Option("", "--difficulties", help="Comma-separated levels."),
     n_tasks: int = typer.Option(10, "--n-tasks", min=1, help="Tasks per environment."),
@@ -167,7 +169,7 @@ def rollout(
     ),
 ) -> None:
     """Run groups of episodes through the async engine and record every trajectory."""
-    env_ids = _csv(envs) or [e for e in list_envs() if make(e).kind != "multiagent"]
+    env_ids = world_ids(_csv(envs)) or [e for e in list_envs() if make(e).kind != "multiagent"]
     known = set(list_envs())
     if unknown := [e for e in env_ids if e not in known]:
         raise fail(f"no environment {', '.join(unknown)}; known: {', '.join(sorted(known))}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from envfactory.cli.common import err_console, fail, print_json, require_safe_bind
+from envfactory.cli.common import err_console, fail, print_json, require_safe_bind, world_ids
 
 SERVE_EXTRA = "serving needs the 'serve' extra: pip install 'envfactory[serve]'"
 
@@ -12,7 +12,9 @@ SERVE_EXTRA = "serving needs the 'serve' extra: pip install 'envfactory[serve]'"
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind."),
     port: int = typer.Option(8000, "--port", help="Port to listen on."),
-    envs: str = typer.Option("", "--envs", help="Comma-separated environment ids (default all)."),
+    envs: str = typer.Option(
+        "", "--envs", help="Comma-separated ids, domain files or folders of worlds (default all)."
+    ),
     token: str = typer.Option(
         "",
         "--token",
@@ -44,7 +46,7 @@ def serve(
     except ImportError:
         raise fail(SERVE_EXTRA) from None
     require_safe_bind(host, token, SERVE_EXTRA)
-    ids = tuple(e.strip() for e in envs.split(",") if e.strip())
+    ids = tuple(world_ids(e.strip() for e in envs.split(",") if e.strip()))
     try:
         config = ServeConfig(
             envs=ids,

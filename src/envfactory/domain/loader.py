@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,12 @@ from envfactory.errors import DomainError
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "domains"
 
 
-def parse_domain(data: dict[str, Any], source: str = "<data>") -> DomainSpec:
+def parse_domain(
+    data: dict[str, Any], source: str = "<data>", beside: Path | None = None
+) -> DomainSpec:
     """A validated domain from plain data; Python handlers are imported only from the module
-    the domain names, and only registered functions can be called."""
+    the domain names (an installed one, or ``<name>.py`` in the folder ``beside``), and only
+    registered functions can be called."""
     try:
         spec = DomainSpec.model_validate(data)
     except ValidationError as exc:
@@ -26,8 +31,33 @@ def parse_domain(data: dict[str, Any], source: str = "<data>") -> DomainSpec:
     if spec.handlers:
         if not spec.handlers.replace(".", "").replace("_", "").isalnum():
             raise DomainError(f"{source}: bad handlers module name {spec.handlers!r}")
-        importlib.import_module(spec.handlers)
+        _import_handlers(spec.handlers, beside, source)
     return spec
+
+
+def _import_handlers(module: str, beside: Path | None, source: str) -> None:
+    """Import the handlers ``module``: installed, or its file found from the folder ``beside``
+    or one of the three above it (``src/pkg/worlds/x.yaml`` names ``pkg.handlers``)."""
+    if module in sys.modules:
+        return
+    relative = Path(*module.split(".")).with_suffix(".py")
+    folders = [beside, *list(beside.parents)[:3]] if beside else []
+    local = next((f / relative for f in folders if (f / relative).is_file()), None)
+    if local is None:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise DomainError(f"{source}: cannot import handlers {module!r}: {exc}") from None
+        return
+    found = importlib.util.spec_from_file_location(module, local)
+    assert found is not None and found.loader is not None
+    loaded = importlib.util.module_from_spec(found)
+    sys.modules[module] = loaded
+    try:
+        found.loader.exec_module(loaded)
+    except Exception:
+        del sys.modules[module]
+        raise
 
 
 def load_domain(path: str | Path) -> DomainSpec:
@@ -38,7 +68,7 @@ def load_domain(path: str | Path) -> DomainSpec:
         raise DomainError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise DomainError(f"{path}: a domain file holds a mapping")
-    return parse_domain(data, str(path))
+    return parse_domain(data, str(path), beside=path.parent)
 
 
 def builtin_domain_files() -> list[Path]:

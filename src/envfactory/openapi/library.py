@@ -3,14 +3,13 @@
 Each file holds the domain data the engine validates on load, plus where it came from (its
 ``kind``: ``openapi`` for an imported API document, ``synth`` for a synthesised domain) and how
 its audit went. ``register_library(DIR)`` makes every world in DIR available to ``make``, the
-CLI, rollouts and servers; setting ``ENVFACTORY_LIBRARY`` (directories separated by the path
-separator) does the same for every process that uses the registry.
+CLI, rollouts and servers; naming DIR (or one file) where a command takes a world, or in
+``ENVFACTORY_LIBRARY``, does the same (see :mod:`envfactory.sources`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ from envfactory.synth.environment import SynthEnvironment
 from envfactory.world.environment import DatabaseEnvironment
 
 FORMAT = "envfactory-openapi-world/1"
-LIBRARY_ENV = "ENVFACTORY_LIBRARY"
 KINDS: dict[str, type[DatabaseEnvironment]] = {
     "openapi": OpenAPIEnvironment,
     "synth": SynthEnvironment,
@@ -73,18 +71,18 @@ def load_world(path: str | Path) -> DomainSpec:
     return parse_domain(_read(Path(path))["domain"], str(path))
 
 
+def is_world_file(path: Path) -> bool:
+    """Whether ``path`` is a saved library world (judged by its first bytes)."""
+    try:
+        with path.open() as fh:
+            return FORMAT in fh.read(64)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def world_files(folder: str | Path) -> list[Path]:
     """The world files of a library folder (its report and other files left out)."""
-    out = []
-    for path in sorted(Path(folder).glob("*.json")):
-        try:
-            with path.open() as fh:
-                head = fh.read(64)
-        except OSError:
-            continue
-        if FORMAT in head:
-            out.append(path)
-    return out
+    return [p for p in sorted(Path(folder).glob("*.json")) if is_world_file(p)]
 
 
 def factory_for(spec: DomainSpec) -> Any:
@@ -113,24 +111,20 @@ def _lazy(path: Path) -> Any:
     return factory
 
 
+def register_world_file(path: Path) -> str:
+    """Register one saved world under its file's stem (read when first made); returns the id.
+    A built-in world's id is never taken."""
+    if free_id(path.stem) != path.stem:
+        raise DomainError(f"{path}: {path.stem!r} is already the id of a built-in world")
+    register_world(path.stem, _lazy(path))
+    return path.stem
+
+
 def register_library(folder: str | Path) -> list[str]:
     """Register every world saved in ``folder`` (each is read when first made, so a large
-    library registers instantly); returns their ids. A built-in world's id is never taken."""
+    library registers instantly); returns their ids. Worlds whose id a built-in world has
+    are left out."""
     folder = Path(folder)
     if not folder.is_dir():
         raise DomainError(f"{folder}: no such library folder")
-    ids = []
-    for path in world_files(folder):
-        if free_id(path.stem) == path.stem:
-            register_world(path.stem, _lazy(path))
-            ids.append(path.stem)
-    return ids
-
-
-def register_from_environment() -> list[str]:
-    """Register the libraries named by ``ENVFACTORY_LIBRARY``, if set."""
-    ids: list[str] = []
-    for folder in filter(None, os.environ.get(LIBRARY_ENV, "").split(os.pathsep)):
-        if Path(folder).is_dir():
-            ids += register_library(folder)
-    return ids
+    return [register_world_file(p) for p in world_files(folder) if free_id(p.stem) == p.stem]

@@ -1,0 +1,12 @@
+"""Worlds as Python packages: scaffold, pack and install (``envfactory init|pack|install``)."""
+
+from envfactory.packaging.project import (
+    PackagingError,
+    build_wheel,
+    install,
+    pack,
+    provided_worlds,
+    write_project,
+)
+
+__all__ = ["PackagingError", "build_wheel", "install", "pack", "provided_worlds", "write_project"]
