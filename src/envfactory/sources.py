@@ -55,7 +55,7 @@ def register_path(path: str | Path) -> list[str]:
         if resolved in _REGISTERED:
             return _REGISTERED[resolved]
         if resolved.is_dir():
-            ids = [i for file in world_files(resolved) for i in _register_file(file)]
+            ids = [i for file in world_files(resolved) for i in register_path(file)]
         elif resolved.is_file():
             ids = _register_file(resolved)
         else:
