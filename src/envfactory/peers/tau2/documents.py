@@ -42,8 +42,11 @@ class DocumentError(ValueError):
     """A record of the data does not have the shape tau2's data model gives it."""
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def _text(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, separators=(",", ":"))
+    return None if value is None else _COMPACT.encode(value)
 
 
 def _parse(text: str | None) -> Any:
@@ -67,23 +70,37 @@ def summary(options: dict[str, str]) -> str:
 # -- records to rows ---------------------------------------------------------------------------
 
 
-def user_rows(user: Doc, position: int) -> Rows:
-    """A user and its payment methods (its order list lives on the orders' rows)."""
+USER_TABLES = ("users", "payment_methods")
+ORDER_TABLES = ("orders", "order_items", "fulfillments", "payment_history")
+
+
+def user_rows(user: Doc, position: int, tables: tuple[str, ...] = USER_TABLES) -> Rows:
+    """A user and its payment methods (its order list lives on the orders' rows); only the
+    ``tables`` named."""
     uid = user["user_id"]
-    row: Row = {
-        "id": uid,
-        "position": position,
-        "first_name": user["name"]["first_name"],
-        "last_name": user["name"]["last_name"],
-        "email": user["email"],
-        **{k: user["address"][k] for k in ADDRESS},
-    }
-    methods = []
-    for i, (key, pm) in enumerate(user["payment_methods"].items()):
+    out: Rows = {}
+    if "users" in tables:
+        row: Row = {
+            "id": uid,
+            "position": position,
+            "first_name": user["name"]["first_name"],
+            "last_name": user["name"]["last_name"],
+            "email": user["email"],
+            **{k: user["address"][k] for k in ADDRESS},
+        }
+        out["users"] = [row]
+    if "payment_methods" in tables:
+        out["payment_methods"] = _payment_method_rows(uid, user["payment_methods"])
+    return out
+
+
+def _payment_method_rows(uid: str, methods: Doc) -> list[Row]:
+    out = []
+    for i, (key, pm) in enumerate(methods.items()):
         source = pm.get("source")
         if source not in PAYMENT_KEYS or set(pm) != set(PAYMENT_KEYS[source]) or pm["id"] != key:
             raise DocumentError(f"user {uid}: payment method {key!r} has an unknown shape")
-        methods.append(
+        out.append(
             {
                 "id": key,
                 "user_id": uid,
@@ -94,7 +111,7 @@ def user_rows(user: Doc, position: int) -> Rows:
                 "balance": None if pm.get("balance") is None else float(pm["balance"]),
             }
         )
-    return {"users": [row], "payment_methods": methods}
+    return out
 
 
 def product_rows(product: Doc, position: int) -> Rows:
@@ -120,51 +137,52 @@ def product_rows(product: Doc, position: int) -> Rows:
     }
 
 
-def order_rows(order: Doc, user_position: int) -> Rows:
-    """An order, its items, fulfillments and payment history."""
+def order_rows(order: Doc, user_position: int, tables: tuple[str, ...] = ORDER_TABLES) -> Rows:
+    """An order, its items, fulfillments and payment history; only the ``tables`` named."""
     oid = order["order_id"]
-    row: Row = {"id": oid, "user_id": order["user_id"], "user_position": user_position}
-    row |= {k: order["address"][k] for k in ADDRESS}
-    row["status"] = order["status"]
-    for key in ORDER_OPTIONAL:
-        value = order.get(key)
-        row[key] = _text(value) if key in _ID_LISTS else value
-    if row["exchange_price_difference"] is not None:
-        row["exchange_price_difference"] = float(row["exchange_price_difference"])
-    items = [
-        {
-            **_order_child(oid, "item", i),
-            "name": it["name"],
-            "product_id": it["product_id"],
-            "item_id": it["item_id"],
-            "price": float(it["price"]),
-            "options": _text(it["options"]),
-        }
-        for i, it in enumerate(order["items"])
-    ]
-    fulfillments = [
-        {
-            **_order_child(oid, "fulfillment", i),
-            "tracking_ids": _text(f["tracking_id"]),
-            "item_ids": _text(f["item_ids"]),
-        }
-        for i, f in enumerate(order["fulfillments"])
-    ]
-    payments = [
-        {
-            **_order_child(oid, "payment", i),
-            "transaction_type": p["transaction_type"],
-            "amount": float(p["amount"]),
-            "payment_method_id": p["payment_method_id"],
-        }
-        for i, p in enumerate(order["payment_history"])
-    ]
-    return {
-        "orders": [row],
-        "order_items": items,
-        "fulfillments": fulfillments,
-        "payment_history": payments,
-    }
+    out: Rows = {}
+    if "orders" in tables:
+        row: Row = {"id": oid, "user_id": order["user_id"], "user_position": user_position}
+        row |= {k: order["address"][k] for k in ADDRESS}
+        row["status"] = order["status"]
+        for key in ORDER_OPTIONAL:
+            value = order.get(key)
+            row[key] = _text(value) if key in _ID_LISTS else value
+        if row["exchange_price_difference"] is not None:
+            row["exchange_price_difference"] = float(row["exchange_price_difference"])
+        out["orders"] = [row]
+    if "order_items" in tables:
+        out["order_items"] = [
+            {
+                **_order_child(oid, "item", i),
+                "name": it["name"],
+                "product_id": it["product_id"],
+                "item_id": it["item_id"],
+                "price": float(it["price"]),
+                "options": _text(it["options"]),
+            }
+            for i, it in enumerate(order["items"])
+        ]
+    if "fulfillments" in tables:
+        out["fulfillments"] = [
+            {
+                **_order_child(oid, "fulfillment", i),
+                "tracking_ids": _text(f["tracking_id"]),
+                "item_ids": _text(f["item_ids"]),
+            }
+            for i, f in enumerate(order["fulfillments"])
+        ]
+    if "payment_history" in tables:
+        out["payment_history"] = [
+            {
+                **_order_child(oid, "payment", i),
+                "transaction_type": p["transaction_type"],
+                "amount": float(p["amount"]),
+                "payment_method_id": p["payment_method_id"],
+            }
+            for i, p in enumerate(order["payment_history"])
+        ]
+    return out
 
 
 def database_rows(db: Doc) -> Rows:

@@ -17,6 +17,7 @@ from envfactory.episode.base import EpisodeConfig
 from envfactory.errors import SynthesisError
 from envfactory.peers.tau2.data import Tau2DataMissing
 from envfactory.peers.tau2.episode import Tau2Episode
+from envfactory.peers.tau2.handlers import fast_tools
 from envfactory.peers.tau2.importer import import_retail
 from envfactory.peers.tau2.tasks import SPLITS, Imported, import_task, reproducible, vocabulary
 from envfactory.tasks.types import Split, Task
@@ -37,6 +38,7 @@ class Tau2RetailEnvironment(DatabaseEnvironment):
         imported = import_retail(folder)
         super().__init__(imported.spec, rows=imported.rows)
         self.data = imported.data
+        self.fast = fast_tools(self.world)  # the tools Tau2Episode runs without the engine
         by_id = {str(t["id"]): t for t in imported.data.tasks}
         rules = [r.text for r in self.spec.rules]
         words = vocabulary(self.world)

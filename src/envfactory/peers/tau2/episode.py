@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from envfactory.domain.expr import ExprError
+from envfactory.episode.base import error_observation
 from envfactory.episode.db import DatabaseEpisode
-from envfactory.episode.types import Message, Observation
+from envfactory.episode.noise import fault
+from envfactory.episode.types import CallRecord, Message, Observation, ToolCall
+from envfactory.peers.tau2.handlers import accepts, result_text, run
 from envfactory.peers.tau2.reward import action_check, communicate_check
 from envfactory.tasks.types import Task
+from envfactory.tools.result import ToolError, ToolFailure
 from envfactory.verify.matching import match_state
 from envfactory.verify.verdict import RubricItem, Verdict, combine
 
@@ -38,6 +43,41 @@ class Tau2Episode(DatabaseEpisode):
         if obs.kind == "user":
             self.heard.append(obs.content)
         return obs
+
+    def _call(self, call: ToolCall) -> Observation:
+        """A call of one of tau2's tools with arguments the engine would pass unchanged runs
+        straight through :func:`~.handlers.run`; anything else through the engine. Both give
+        the same observation, call record and state (the tests compare them)."""
+        assert self.task is not None
+        params = self.env.fast.get(call.tool)
+        if params is None or call.tool not in self.task.public.tools:
+            return super()._call(call)
+        args = accepts(params, call.arguments)
+        if args is None:
+            return super()._call(call)
+        injected = fault(self.config.noise, self.task.task_id, self.tool_calls, call.tool)
+        self.tool_calls += 1
+        if injected is not None:
+            return error_observation(injected)
+        try:
+            data, text = run(self.store, call.tool, args)
+        except ToolFailure as f:
+            err = ToolError(
+                code=f.code, message=f.message, tool=call.tool, field=f.field, rule=f.rule
+            )
+        except (ExprError, KeyError, TypeError, ValueError):
+            msg = f"{call.tool} could not process these arguments."
+            err = ToolError(code="tool_failed", message=msg, tool=call.tool)
+        except Exception as exc:  # a bug in a tool: the episode is not the agent's to lose
+            self.done, self.status = True, "env_error"
+            err = ToolError(code="tool_failed", message=f"internal error: {type(exc).__name__}")
+            return error_observation(err, done=True)
+        else:
+            wrote = call.tool in self.env.world.write_tools
+            self.log.append(CallRecord(call.tool, args, True, None, wrote))
+            return Observation(kind="tool_result", content=result_text(data, text), data=data)
+        self.log.append(CallRecord(call.tool, args, False, err.code, False))
+        return error_observation(err)
 
     def evaluate(self) -> Verdict:
         ours = super().evaluate()

@@ -5,12 +5,21 @@ rows a tool changed (through the store, so hashing and verification see them).
 :class:`JsonDocuments` is tau2-bench's own approach: the records are the JSON document itself,
 changed in place. The second one exists to compare with (the benchmark) and to cross-check the
 first (the tests); the tools' behaviour is written once, in :mod:`.tools`.
+
+:class:`CachedDocuments` is :class:`SqlDocuments` with a world-wide cache
+(:class:`BaseDocuments`): a record none of whose rows the episode has touched is the base
+state's, so it is assembled and serialised once per world and handed out as a fresh copy
+(``marshal``), with its JSON text; a record the episode has touched is read from its rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol
+import json
+import marshal
+import weakref
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from envfactory.peers.tau2.documents import (
     Doc,
@@ -22,7 +31,10 @@ from envfactory.peers.tau2.documents import (
     user_rows,
     variant_doc,
 )
-from envfactory.world.store import Store
+from envfactory.world.store import Base, Store
+
+# A tool result as the episode sends it (DatabaseEpisode's serialisation).
+RESULT_JSON = json.JSONEncoder(default=str, separators=(",", ":"))
 
 
 class Documents(Protocol):
@@ -162,10 +174,254 @@ class SqlDocuments:
 
 
 def _write(store: Store, read: Rows, now: Rows) -> None:
+    """Make the rows of ``now``'s tables what ``now`` holds, where they differ from ``read``:
+    a row on both sides has its changed columns updated (its indexes stay as they are)."""
     for table, rows in now.items():
         before = {r["id"]: r for r in read.get(table, [])}
         for row in rows:
-            if before.pop(row["id"], None) != row:
+            old = before.pop(row["id"], None)
+            if old == row:
+                continue
+            if old is None or old.keys() != row.keys():
                 store.put(table, row["id"], row)
+            else:
+                changes = {c: v for c, v in row.items() if v != old[c]}
+                store.update(table, row["id"], changes)
         for key in before:
             store.put(table, key, None)
+
+
+# -- the base state's records, cached per world --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A record of the base state: the document (marshalled: loading it is a fresh deep
+    copy), its JSON text as a tool result, the rows it was read from (marshalled), its place
+    in its list, and the document itself, never handed out (to tell a changed copy)."""
+
+    frozen: bytes
+    text: str
+    rows: dict[str, bytes]
+    position: int
+    pristine: Doc
+
+    def doc(self) -> Doc:
+        loaded: Doc = marshal.loads(self.frozen)
+        return loaded
+
+    def read(self, tables: Iterable[str]) -> Rows:
+        return {t: marshal.loads(self.rows[t]) for t in tables}
+
+
+def _record(doc: Doc, rows: Rows, position: int) -> Record:
+    """``doc`` becomes the record's pristine copy: the caller hands it out no more."""
+    frozen, text = marshal.dumps(doc), RESULT_JSON.encode(doc)
+    return Record(frozen, text, {t: marshal.dumps(r) for t, r in rows.items()}, position, doc)
+
+
+class BaseDocuments:
+    """The records of a world's base state, shared by every episode of the world. A record is
+    assembled the first time an episode that has not touched it asks for it (from that
+    episode's rows, which are then the base's), and kept.
+
+    It holds the base's tables and rows, not the base, so that it goes with the world."""
+
+    def __init__(self, base: Base) -> None:
+        self.rows = base.rows
+        self.tables = base.tables
+        self.users: dict[str, Record | None] = {}
+        self.orders: dict[str, Record | None] = {}
+        self.products: dict[str, Record | None] = {}
+        self.variants: dict[str, Record | None] = {}
+        self.names: list[tuple[str, str]] | None = None
+        self._variant_product = self.tables["variants"].columns.index("product_id")
+        columns = self.tables["orders"].columns
+        self.order_place = (columns.index("user_id"), columns.index("user_position"))
+
+    def variant_product(self, item_id: str) -> str | None:
+        """The product a base variant belongs to."""
+        row = self.rows["variants"].get(item_id)
+        return None if row is None else str(row[self._variant_product])
+
+    def owner(self, table: str, key: str, field: str, now: tuple[Any, ...] | None) -> set[Any]:
+        """The values of a row's ``field`` in the base and ``now``: the records it belongs
+        (or belonged) to."""
+        i = self.tables[table].columns.index(field)
+        before = self.rows[table].get(key)
+        return {r[i] for r in (before, now) if r is not None}
+
+
+_BASES: dict[int, BaseDocuments] = {}
+
+
+def base_documents(base: Base) -> BaseDocuments:
+    """The record cache of a world's base state (one per :class:`Base`, dropped with it)."""
+    found = _BASES.get(id(base))
+    if found is None or found.rows is not base.rows:
+        found = _BASES[id(base)] = BaseDocuments(base)
+        weakref.finalize(base, _BASES.pop, id(base), None)
+    return found
+
+
+_CHILDREN = ("order_items", "fulfillments", "payment_history")
+
+
+class CachedDocuments(SqlDocuments):
+    """:class:`SqlDocuments` that takes the records the episode has not touched from the
+    world's :class:`BaseDocuments`: a fresh copy of each, and its JSON text for a tool that
+    returns it unchanged (:meth:`text_of`). Touched records are read from the rows."""
+
+    def __init__(self, store: Store, base: BaseDocuments) -> None:
+        super().__init__(store)
+        self.base = base
+        self._clean: list[tuple[Doc, Record]] = []  # clean records of users and orders read
+        self._texts: dict[int, tuple[Doc, str]] = {}
+        touched = store.touched
+        self._dirty_users: set[str] = set()
+        self._dirty_orders: set[str] = set()
+        self._all_users = False
+        self._products = "products" in touched or "variants" in touched
+        if touched:
+            self._find_dirty(touched)
+
+    def _find_dirty(self, touched: dict[str, set[str]]) -> None:
+        """The users and orders a touched row belongs (or belonged) to; every user when an
+        order moved, appeared or went (a user's order list would change)."""
+        raw = self.store.raw
+        self._dirty_users |= touched.get("users", set())
+        self._dirty_orders |= touched.get("orders", set())
+        for key in touched.get("payment_methods", ()):
+            now = raw("payment_methods", key)
+            self._dirty_users |= self.base.owner("payment_methods", key, "user_id", now)
+        for table in _CHILDREN:
+            for key in touched.get(table, ()):
+                self._dirty_orders |= self.base.owner(table, key, "order_id", raw(table, key))
+        orders, place = self.base.rows["orders"], self.base.order_place
+        for key in touched.get("orders", ()):
+            before, now = orders.get(key), raw("orders", key)
+            if before is None or now is None or any(before[i] != now[i] for i in place):
+                self._all_users = True
+
+    def _hand_out(self, record: Record) -> Doc:
+        doc = record.doc()
+        self._texts[id(doc)] = (doc, record.text)
+        return doc
+
+    def text_of(self, result: Any) -> str | None:
+        """The JSON text of ``result`` when it is a clean record handed out by this call
+        (valid while the tool did not change it: a read)."""
+        held = self._texts.get(id(result))
+        return held[1] if held is not None and held[0] is result else None
+
+    def user(self, user_id: str) -> Doc | None:
+        if user_id in self._users:
+            return self._users[user_id][0]
+        if self._all_users or user_id in self._dirty_users:
+            return super().user(user_id)
+        cache = self.base.users
+        if user_id not in cache:  # assembled from this episode's rows: the base's here
+            doc = super().user(user_id)
+            cache[user_id] = None if doc is None else _record(doc, *self._users.pop(user_id)[1:])
+        record = cache[user_id]
+        if record is None:
+            return None
+        doc = self._hand_out(record)
+        self._users[user_id] = (doc, {}, record.position)
+        self._clean.append((doc, record))
+        return doc
+
+    def order(self, order_id: str) -> Doc | None:
+        if order_id in self._orders:
+            return self._orders[order_id][0]
+        if order_id in self._dirty_orders:
+            return super().order(order_id)
+        cache = self.base.orders
+        if order_id not in cache:
+            doc = super().order(order_id)
+            cache[order_id] = None if doc is None else _record(doc, *self._orders.pop(order_id)[1:])
+        record = cache[order_id]
+        if record is None:
+            return None
+        doc = self._hand_out(record)
+        self._orders[order_id] = (doc, {}, record.position)
+        self._clean.append((doc, record))
+        return doc
+
+    def product(self, product_id: str) -> Doc | None:
+        if self._products:
+            return super().product(product_id)
+        cache = self.base.products
+        if product_id not in cache:
+            doc = super().product(product_id)
+            cache[product_id] = None if doc is None else _record(doc, {}, -1)
+        record = cache[product_id]
+        return None if record is None else self._hand_out(record)
+
+    def item(self, item_id: str) -> Doc | None:
+        if self._products:
+            return super().item(item_id)
+        return self._variant(item_id)
+
+    def _variant(self, item_id: str) -> Doc | None:
+        cache = self.base.variants
+        if item_id not in cache:
+            doc = super().item(item_id)
+            cache[item_id] = None if doc is None else _record(doc, {}, -1)
+        record = cache[item_id]
+        return None if record is None else self._hand_out(record)
+
+    def has_product(self, product_id: str) -> bool:
+        if self._products:
+            return super().has_product(product_id)
+        return product_id in self.base.rows["products"]
+
+    def variant(self, product_id: str, item_id: str) -> Doc | None:
+        if self._products:
+            return super().variant(product_id, item_id)
+        if self.base.variant_product(item_id) != product_id:
+            return None
+        return self._variant(item_id)
+
+    def product_names(self) -> list[tuple[str, str]]:
+        if self._products:
+            return super().product_names()
+        if self.base.names is None:
+            self.base.names = super().product_names()
+        return list(self.base.names)
+
+    def flush(self) -> None:
+        """Write back the rows that differ, of the records read in this call that changed
+        (a clean record the tool left as it was is skipped without building its rows)."""
+        clean = {id(doc): record for doc, record in self._clean}
+        for doc, read, position in self._users.values():
+            record = clean.get(id(doc))
+            if record is None:
+                _write(self.store, read, user_rows(doc, position))
+            elif doc != record.pristine:
+                tables = _changed(doc, record.pristine, "user_id", "users", _USER_PARTS)
+                _write(self.store, record.read(tables), user_rows(doc, position, tables))
+        for doc, read, position in self._orders.values():
+            record = clean.get(id(doc))
+            if record is None:
+                _write(self.store, read, order_rows(doc, position))
+            elif doc != record.pristine:
+                tables = _changed(doc, record.pristine, "order_id", "orders", _ORDER_PARTS)
+                _write(self.store, record.read(tables), order_rows(doc, position, tables))
+
+
+# The tables of a record's lists (a record's own row takes the rest of it).
+_USER_PARTS = {"payment_methods": "payment_methods"}
+_ORDER_PARTS = {
+    "order_items": "items",
+    "fulfillments": "fulfillments",
+    "payment_history": "payment_history",
+}
+
+
+def _changed(doc: Doc, pristine: Doc, key: str, own: str, parts: dict[str, str]) -> tuple[str, ...]:
+    """The tables whose rows a changed record needs rebuilt: its own row's (``own``) always,
+    a list's when the list changed, and all of them when the record's id (``key``) changed."""
+    if doc[key] != pristine[key]:
+        return (own, *parts)
+    return (own, *(t for t, field in parts.items() if doc[field] != pristine[field]))
