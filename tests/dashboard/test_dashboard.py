@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from envfactory.cli.main import app as cli
+from envfactory.curriculum.store import CurriculumStore
 from envfactory.dashboard import aggregate, frontiers
 from envfactory.dashboard.app import Dashboard, create_app
 from envfactory.dashboard.reader import RunReader
@@ -171,6 +172,10 @@ def test_curriculum_frontiers_and_rounds(runs: dict[str, Any]) -> None:
     assert retail["env_id"] == "retail" and retail["frontier"] == 1 and retail["episodes"] == 18
     assert [e["event"] for e in cur["history"]] == ["start", "raise"]
     assert frontiers.read(runs["oracle"] / "run.json")["error"]
+    fresh = runs["db"].parent / "fresh.sqlite"
+    CurriculumStore(fresh).close()  # its tables, not yet its settings: read, never written
+    assert frontiers.read(fresh)["error"] == "the curriculum has not started yet"
+    assert CurriculumStore(fresh).meta("config") is None
     reader = RunReader.open(runs["cur-run"])
     reader.refresh()
     assert reader.curriculum_run and reader.policy() == "oracle"
@@ -183,7 +188,7 @@ def test_curriculum_frontiers_and_rounds(runs: dict[str, Any]) -> None:
 
 
 def test_api_routes(runs: dict[str, Any]) -> None:
-    board = Dashboard.open([runs["oracle"], runs["random"], runs["cur-run"]])
+    board = Dashboard.open([runs["oracle"], runs["random"] / EPISODES, runs["cur-run"]])
     client = TestClient(create_app(board))
     listed = client.get("/api/runs").json()
     assert [r["name"] for r in listed] == ["oracle", "random", "cur-run"]

@@ -60,10 +60,16 @@ def read(path: Path) -> dict[str, Any]:
         conn = _ro(path)  # read-only first: a file that is no curriculum is never touched
         try:
             tables = {t for (t,) in conn.execute("SELECT name FROM sqlite_master")}
+            started = (
+                "meta" in tables
+                and conn.execute("SELECT 1 FROM meta WHERE key = 'config'").fetchone()
+            )
         finally:
             conn.close()
         if not {"meta", "envs", "history"} <= tables:
             return {**out, "error": "not a curriculum store"}
+        if not started:  # created a moment ago: its settings are not written yet
+            return {**out, "error": "the curriculum has not started yet"}
         cur = Curriculum(CurriculumStore(path))
         try:
             envs = [s.model_dump(mode="json") for s in cur.state()]

@@ -52,7 +52,9 @@ table.matrix tr.all td { font-weight:600; }
 a { color:#1f5fbf; }
 .msg { background:var(--card); border:1px solid var(--line); border-left:4px solid #9aa5b4;
   border-radius:6px; padding:8px 10px; margin:8px 0; max-width:1100px; }
-.msg .who { font-weight:600; font-size:12px; color:var(--muted); text-transform:uppercase; }
+.msg .who { font-weight:600; font-size:12px; color:var(--muted); }
+.msg .who .role { text-transform:uppercase; }
+.msg .who .what { font-family:ui-monospace, monospace; }
 .msg.role-user { border-left-color:#1f5fbf; }
 .msg.role-assistant { border-left-color:#7a3fbf; }
 .msg.role-tool { border-left-color:#1a7f37; margin-left:28px; }
@@ -422,9 +424,10 @@ function rubric(items) {
 
 function message(m) {
   const box = el('div', {class: 'msg role-' + m.role, 'data-role': m.role});
-  const who = m.role === 'tool' ? `tool result · ${m.tool || '?'} (${m.tool_call_id})` :
-    m.role + (m.name ? ' · ' + m.name : '');
-  box.append(el('div', {class: 'who'}, who));
+  const who = m.role === 'tool' ? ['tool result', `${m.tool || '?'} (${m.tool_call_id})`] :
+    [m.role, m.name];
+  box.append(el('div', {class: 'who'}, el('span', {class: 'role'}, who[0]),
+    who[1] ? el('span', {class: 'what'}, ' · ' + who[1]) : null));
   if (m.content) box.append(el('pre', {class: 'content'}, m.content));
   for (const c of m.tool_calls || []) {
     box.append(el('div', {class: 'toolcall', 'data-tool': c.name},
