@@ -330,25 +330,31 @@ def test_page_follows_a_run_while_it_writes(
     runs: dict[str, Any], tmp_path: Path, driver: Any
 ) -> None:
     lines = (runs["random"] / EPISODES).read_bytes().splitlines(keepends=True)
+    fault = json.loads(lines[7])  # an infrastructure fault: counted, never scored
+    fault.update(episode_id=fault["episode_id"] + "-fault", status="infra_error", reward=None)
     live = tmp_path / "live"
-    live.mkdir()
+    live.mkdir()  # the dashboard starts before the run's first episode
     path = live / EPISODES
-    path.write_bytes(b"".join(lines[:3]))
     board = Dashboard.open([live], refresh_s=0.3)
 
-    def shown(d: Any) -> str:
-        return str(d.find_element("css selector", '.card.run dd[data-key="episodes"]').text)
+    def shown(d: Any, key: str = "episodes") -> str:
+        return str(d.find_element("css selector", f'.card.run dd[data-key="{key}"]').text)
+
+    def chip(d: Any, status: str) -> str:
+        return str(d.find_element("css selector", f'.status[data-status="{status}"] b').text)
 
     with running(board) as url:
         driver.get(url + "/")
-        wait(driver, lambda d: css(d, ".card.run") and shown(d) == "3")
-        with path.open("ab") as f:  # four more episodes, and a fifth cut short mid-write
-            f.write(b"".join(lines[3:7]) + lines[7][:50])
-        wait(driver, lambda d: shown(d) == "7")
-        statuses = Counter(json.loads(x)["status"] for x in lines[:7])
-        chip = css(driver, '.status[data-status="truncated"] b')[0]
-        assert chip.text == str(statuses["truncated"])
+        wait(driver, lambda d: shown(d) == "0")
+        path.write_bytes(b"".join(lines[:3]))
+        wait(driver, lambda d: shown(d) == "3")
+        with path.open("ab") as f:  # four more, a fault, and one cut short mid-write
+            f.write(b"".join(lines[3:7]) + json.dumps(fault).encode() + b"\n" + lines[8][:50])
+        wait(driver, lambda d: shown(d) == "8")
+        truncated = sum(json.loads(x)["status"] == "truncated" for x in lines[:7])
+        assert chip(driver, "truncated") == str(truncated) and chip(driver, "infra_error") == "1"
+        assert shown(driver, "scored") == "7"
         assert not css(driver, ".card.run .err") and "error" not in css(driver, "#status")[0].text
         with path.open("ab") as f:
-            f.write(lines[7][50:])
-        wait(driver, lambda d: shown(d) == "8" and len(css(d, "#episodes tr[data-episode]")) == 8)
+            f.write(lines[8][50:])
+        wait(driver, lambda d: shown(d) == "9" and len(css(d, "#episodes tr[data-episode]")) == 9)
