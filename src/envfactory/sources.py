@@ -103,8 +103,8 @@ def resolve(source: str | Path) -> list[str]:
     or folder it names (registered now, and passed on to worker processes)."""
     from envfactory.registry import list_envs
 
-    if not is_path(source) and str(source) in list_envs():
-        return [str(source)]
+    if isinstance(source, str) and source in list_envs():
+        return [source]
     if not is_path(source) and not Path(source).exists():
         return [str(source)]  # an unknown id: the caller says so with the known ids
     ids = register_path(source)
