@@ -72,6 +72,12 @@ def bench_serve(
         1000.0, "--think-ms", help="Mean pause of a session between calls (latency phase)."
     ),
     peer: bool = typer.Option(True, "--peer/--no-peer", help="Also load OpenEnv's server."),
+    client_procs: int | None = typer.Option(
+        None,
+        "--client-procs",
+        min=1,
+        help="Processes the load client is spread over (default: the CPU count; 1: this one).",
+    ),
     json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Load a server on loopback: live sessions, latency under load, throughput vs OpenEnv."""
@@ -86,6 +92,7 @@ def bench_serve(
         seconds=seconds,
         think_ms=think_ms,
         peer=peer,
+        client_procs=client_procs,
     )
     result = run_bench(settings)
     if json:

@@ -10,7 +10,10 @@
 Phases 2 and 3 then run on the same server with a trivial ``echo`` world (``bench_echo``), and
 with identical traffic against OpenEnv's own server hosting the same echo (``bench_peer``):
 ``ratio`` compares the two echo throughputs, serving stack against serving stack. Servers run
-as subprocesses; the load comes from this process through a lean WebSocket client.
+as subprocesses pinned to one core; the load comes from a lean WebSocket client
+(:mod:`.wsload`) in ``client_procs`` processes (default: the CPU count) on the other cores
+(the last core on a two-core machine), so the client's share of one core does not cap what
+is measured. ``client_procs`` 1 drives the load from this process.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class BenchSettings:
     think_ms: float = 1000.0
     peer: bool = True
     warmup: float = 1.0
+    client_procs: int | None = None  # load client processes; None: the CPU count
 
 
 @dataclass
@@ -147,21 +151,25 @@ async def _open_sessions(url: str, env_id: str, n: int) -> int:
 
 
 async def _connect(url: str, n: int) -> list[wsload.Conn]:
-    gate = asyncio.Semaphore(100)
-
-    async def one(i: int) -> wsload.Conn:
-        async with gate:
-            conn = await wsload.connect(url)
-            reply = await conn.request(json.dumps({"type": "reset", "data": {"seed": i}}))
-            if not _is_observation(reply):
-                raise RuntimeError(f"reset failed: {reply[:300]!r}")
-            return conn
-
-    return list(await asyncio.gather(*(one(i) for i in range(n))))
+    return await wsload.open_conns(url, range(n))
 
 
-def _is_observation(reply: bytes) -> bool:
-    return reply[:40].replace(b" ", b"").startswith(b'{"type":"observation"')
+_is_observation = wsload.is_observation
+
+
+def client_procs(s: BenchSettings) -> int:
+    """The load client processes a run uses."""
+    wanted = s.client_procs if s.client_procs is not None else os.cpu_count() or 1
+    return max(1, min(wanted, s.concurrent))
+
+
+def client_cpus() -> list[int]:
+    """The cores the load clients run on: all but the server's (the client core alone on a
+    two-core machine); none pinned on one core."""
+    n = os.cpu_count() or 1
+    if n < 2 or not hasattr(os, "sched_setaffinity"):
+        return []
+    return [c for c in range(n) if c != SERVER_CPU]
 
 
 def _cpu_s(pid: int) -> float:
@@ -199,6 +207,31 @@ async def _phases(
     return latency, throughput, round(1e6 * per_call, 1)
 
 
+def _phases_pooled(
+    url: str, action: dict[str, Any], s: BenchSettings, pid: int
+) -> tuple[Load, Load, float]:
+    """:func:`_phases` with the connections spread over :func:`client_procs` processes."""
+    message = json.dumps({"type": "step", "data": action})
+    with wsload.ClientPool(url, s.concurrent, client_procs(s), client_cpus()) as pool:
+        tally, span = pool.drive(message, s.warmup, s.seconds, s.think_ms / 1000)
+        latency = _load(tally, span)
+        cpu0 = _cpu_s(pid)
+        tally, span = pool.drive(message, s.warmup, s.seconds, 0)
+        cpu = _cpu_s(pid) - cpu0
+        throughput = _load(tally, span)
+    # the pool's start delay (0.2 s) and its gathering of the tallies count with the warmup
+    per_call = cpu / max(throughput.calls, 1) * s.seconds / (s.seconds + s.warmup + 0.2)
+    return latency, throughput, round(1e6 * per_call, 1)
+
+
+def _measure(
+    url: str, action: dict[str, Any], s: BenchSettings, pid: int
+) -> tuple[Load, Load, float]:
+    if client_procs(s) > 1:
+        return _phases_pooled(url, action, s, pid)
+    return asyncio.run(_phases(url, action, s, pid))
+
+
 def _raise_fd_limit() -> None:
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -226,6 +259,9 @@ def run_bench(s: BenchSettings) -> dict[str, Any]:
 
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     out: dict[str, Any] = {"env": s.env_id, "concurrent": s.concurrent, "think_ms": s.think_ms}
+    procs = client_procs(s)
+    pinned = client_cpus()
+    out |= {"client_procs": procs, "client_cpus": pinned if procs > 1 else pinned[:1]}
     port = _free_port()
     capacity = str(s.sessions + s.concurrent + 64)
     ours = ["-m", "envfactory.serving.bench_echo", "--port", str(port), "--envs", s.env_id]
@@ -242,17 +278,17 @@ def run_bench(s: BenchSettings) -> dict[str, Any]:
             out["kb_per_session"] = round(1024 * (rss1 - rss0) / max(live, 1), 1)
             progress.advance(bar)
             world = f"ws://127.0.0.1:{port}/openenv/{s.env_id}/ws"
-            out |= _summary("", asyncio.run(_phases(world, _tool_call(s.env_id), s, pid)))
+            out |= _summary("", _measure(world, _tool_call(s.env_id), s, pid))
             progress.advance(bar)
             echo = f"ws://127.0.0.1:{port}/openenv/echo/ws"
-            out |= _summary("echo_", asyncio.run(_phases(echo, ECHO_CALL, s, pid)))
+            out |= _summary("echo_", _measure(echo, ECHO_CALL, s, pid))
             progress.advance(bar)
         if peer_on:
             port = _free_port()
             peer = ["-m", "envfactory.serving.bench_peer", "--port", str(port)]
             with _server([*peer, "--max-sessions", capacity], port) as pid:
                 peer_url = f"ws://127.0.0.1:{port}/ws"
-                out |= _summary("openenv_", asyncio.run(_phases(peer_url, ECHO_CALL, s, pid)))
+                out |= _summary("openenv_", _measure(peer_url, ECHO_CALL, s, pid))
             progress.advance(bar)
             out["ratio"] = round(out["echo_calls_per_s"] / max(out["openenv_calls_per_s"], 1), 2)
             cpu_ours = max(out["echo_server_cpu_us_per_call"], 1e-9)

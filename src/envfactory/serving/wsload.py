@@ -5,19 +5,27 @@ more CPU per message than a fast server does, and on a small machine the benchma
 measure the client. Here each connection is an ``asyncio.Protocol``: replies are parsed in
 ``data_received`` and the next call is written from the same callback (or after a pause), with
 no coroutine per message. Frames are pre-encoded; pings are answered.
+
+One process drives its connections from one core. :class:`ClientPool` spreads them over
+several processes (each its own event loop, optionally pinned to given cores), started
+together for each phase, so that the load is not capped by one client core.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import json
+import multiprocessing
 import os
 import random
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import cast
+from multiprocessing.connection import Connection
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 
@@ -200,3 +208,139 @@ async def drive(
     except TimeoutError:
         tally.errors += pending  # connections that never answered their last call
     return tally, min(time.perf_counter(), stop) - measure_from
+
+
+def is_observation(reply: bytes) -> bool:
+    """An OpenEnv observation message (not an error)."""
+    return reply[:40].replace(b" ", b"").startswith(b'{"type":"observation"')
+
+
+async def open_conns(url: str, seeds: Iterable[int]) -> list[Conn]:
+    """One connection per seed, each reset with its seed (at most 100 handshakes at once)."""
+    gate = asyncio.Semaphore(100)
+
+    async def one(seed: int) -> Conn:
+        async with gate:
+            conn = await connect(url)
+            reply = await conn.request(json.dumps({"type": "reset", "data": {"seed": seed}}))
+            if not is_observation(reply):
+                raise RuntimeError(f"reset failed: {reply[:300]!r}")
+            return conn
+
+    return list(await asyncio.gather(*(one(i) for i in seeds)))
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop when it is installed, asyncio's otherwise."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def _client(pipe: Connection, url: str, first: int, count: int, cpus: list[int]) -> None:
+    """A client process: open ``count`` connections (seeds from ``first``), then run each
+    ``drive`` command the pool sends, from its start time, and send back the tally."""
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, set(cpus))
+    loop = new_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        conns = loop.run_until_complete(open_conns(url, range(first, first + count)))
+    except Exception as exc:  # the pool reports it
+        pipe.send(("error", f"{type(exc).__name__}: {exc}"))
+        return
+    pipe.send(("ready", len(conns)))
+    while True:
+        command = pipe.recv()
+        if command[0] != "drive":
+            break
+        _, message, warmup, seconds, think, start_at = command
+        time.sleep(max(0.0, start_at - time.time()))
+        tally, span = loop.run_until_complete(
+            drive(conns, message, is_observation, warmup, seconds, think)
+        )
+        pipe.send(("done", tally.latencies, tally.errors, span))
+    for conn in conns:
+        conn.close()
+    loop.run_until_complete(asyncio.sleep(0.05))  # let the close frames go out
+    loop.close()
+
+
+class ClientPool:
+    """``concurrent`` connections to ``url`` spread over ``procs`` processes (pinned to
+    ``cpus`` when given). Use as a context manager; :meth:`drive` runs one phase on all."""
+
+    def __init__(self, url: str, concurrent: int, procs: int, cpus: Iterable[int] = ()) -> None:
+        self.procs = max(1, min(procs, concurrent))
+        self.cpus = sorted(cpus)
+        ctx = multiprocessing.get_context("spawn")  # the parent may run threads
+        self._pipes: list[Connection] = []
+        self._workers: list[Any] = []
+        share, extra = divmod(concurrent, self.procs)
+        first = 0
+        for i in range(self.procs):
+            count = share + (i < extra)
+            ours, theirs = ctx.Pipe()
+            worker = ctx.Process(
+                target=_client, args=(theirs, url, first, count, self.cpus), daemon=True
+            )
+            worker.start()
+            theirs.close()
+            self._pipes.append(ours)
+            self._workers.append(worker)
+            first += count
+        try:
+            for pipe in self._pipes:
+                status, detail = self._recv(pipe, 120)
+                if status != "ready":
+                    raise RuntimeError(f"a load client failed: {detail}")
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _recv(pipe: Connection, timeout: float) -> tuple[Any, ...]:
+        if not pipe.poll(timeout):
+            raise RuntimeError(f"a load client did not answer in {timeout:.0f} s")
+        reply: tuple[Any, ...] = pipe.recv()
+        return reply
+
+    def drive(
+        self, message: str, warmup: float, seconds: float, think: float
+    ) -> tuple[Tally, float]:
+        """One phase (as :func:`drive`) on every process at once: the merged tally and the
+        mean measured span."""
+        start_at = time.time() + 0.2
+        for pipe in self._pipes:
+            pipe.send(("drive", message, warmup, seconds, think, start_at))
+        tally, spans = Tally(), []
+        for pipe in self._pipes:
+            status, *rest = self._recv(pipe, warmup + seconds + 60)
+            if status != "done":
+                raise RuntimeError(f"a load client failed: {rest}")
+            latencies, errors, span = rest
+            tally.latencies += latencies
+            tally.errors += errors
+            spans.append(span)
+        return tally, sum(spans) / len(spans)
+
+    def close(self) -> None:
+        for pipe in self._pipes:
+            with contextlib.suppress(OSError):
+                pipe.send(("close",))
+        for worker in self._workers:
+            worker.join(timeout=10)
+            if worker.is_alive():
+                worker.terminate()
+                worker.join(timeout=5)
+        for pipe in self._pipes:
+            pipe.close()
+        self._pipes, self._workers = [], []
+
+    def __enter__(self) -> ClientPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
