@@ -9,7 +9,15 @@ from typing import cast
 import typer
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, fail, load_env, print_json, yield_bar
+from envfactory.cli.common import (
+    console,
+    err_console,
+    fail,
+    load_env,
+    print_json,
+    world_ids,
+    yield_bar,
+)
 from envfactory.errors import EnvFactoryError
 from envfactory.tasks.types import SPLITS, Split
 from envfactory.training.export import ExportSummary, export, task_refs
@@ -68,7 +76,7 @@ def _levels(env_ids: list[str], difficulties: list[str]) -> tuple[dict[str, list
 
 def export_sft(
     envs: list[str] = typer.Option(
-        ..., "--envs", help="World ids: a comma list, or the option repeated."
+        ..., "--envs", help="Worlds (ids, domain files, folders): a comma list, or repeated."
     ),
     out: Path = typer.Option(
         ..., "--out", help="Folder for jsonl/SPLIT.jsonl and parquet/SPLIT.parquet."
@@ -95,7 +103,7 @@ def export_sft(
 ) -> None:
     """Play the scripted oracle through the harness on each task and write the episodes it
     solved (reward 1.0) as chat-format SFT data, loadable by datasets and TRL's SFTTrainer."""
-    env_ids = _items(envs)
+    env_ids = world_ids(_items(envs))
     if not env_ids:
         raise fail("--envs: name at least one world")
     splits = _splits(split, allow_test)
