@@ -93,8 +93,22 @@ def bench(
         help="--calibration: text (free Hermes text) or grammar (calls decoded under the "
         "tools' grammar, the first reply a call).",
     ),
+    every: bool = typer.Option(
+        False,
+        "--all",
+        help="Every benchmark that runs here (world, rollout, sandbox, research, repo, web, "
+        "decode, tau2, ray, serve) as one JSON document, the load average beside each "
+        "section; about 10-15 minutes on a quiet 2-core machine. Not calibration.",
+    ),
+    only: str = typer.Option("", "--only", help="--all: these sections (comma-separated)."),
+    quick: bool = typer.Option(
+        False, "--quick", help="--all: tiny sizes, seconds per section (the shape, not figures)."
+    ),
 ) -> None:
     """Measure reset, step, evaluate, synthesis and memory per live episode (medians)."""
+    if every:
+        _all(only, quick)
+        return
     if calibration:
         if tool_format not in ("text", "grammar"):
             raise fail("--tool-format is text or grammar")
@@ -160,6 +174,22 @@ def bench(
     for key, value in result.model_dump().items():
         table.add_row(key, str(value))
     console.print(table)
+
+
+def _all(only: str, quick: bool) -> None:
+    """``--all``: the document goes to stdout (always JSON); the exit status is 1 when a
+    section failed (skipped ones are not failures)."""
+    from envfactory.bench.all import SECTIONS, run_all
+
+    sections = [s.strip() for s in only.split(",") if s.strip()] or None
+    unknown = [s for s in sections or [] if s not in SECTIONS]
+    if unknown:
+        raise fail(f"unknown sections {', '.join(unknown)}; sections are {', '.join(SECTIONS)}")
+    with err_console.status("benchmarking") as status:
+        doc = run_all(sections, quick, lambda name: status.update(f"benchmarking: {name}"))
+    print_json(doc)
+    if any(s["status"] == "failed" for s in doc["sections"].values()):
+        raise typer.Exit(1)
 
 
 def _calibration(
