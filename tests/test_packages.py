@@ -207,35 +207,24 @@ def test_commands_take_a_domain_file_or_a_folder(domain_folder: Path, tmp_path: 
     assert all(r["reward"] == 1.0 for r in records)
 
 
+def packed(*args: str) -> Path:
+    """Where ``envfactory pack ARGS`` wrote the package."""
+    done = run("pack", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return Path(json.loads(done.stdout)["path"])
+
+
 def test_pack_makes_a_wheel_that_install_registers(domain_folder: Path, tmp_path: Path) -> None:
-    packed = run(
-        "pack",
-        str(domain_folder / "side-world.yaml"),
-        "--name",
-        "side-pack",
-        "--out",
-        str(tmp_path / "dist"),
-        "--json",
-    )
-    assert packed.returncode == 0, packed.stderr
-    wheel = Path(json.loads(packed.stdout)["path"])
+    file = domain_folder / "side-world.yaml"
+    wheel = packed(str(file), "--name", "side-pack", "--out", str(tmp_path / "dist"))
     assert wheel.suffix == ".whl" and wheel.name.startswith("side_pack-0.1.0")
     site = tmp_path / "site"
     done = run("install", str(wheel), "--target", str(site), "--no-deps", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["worlds"] == ["side-world"]
-    folder = run(
-        "pack",
-        str(domain_folder),
-        "--name",
-        "side-folder",
-        "--folder",
-        "--out",
-        str(tmp_path / "src"),
-        "--json",
+    project = packed(
+        str(domain_folder), "--name", "side-folder", "--folder", "--out", str(tmp_path / "src")
     )
-    assert folder.returncode == 0, folder.stderr
-    project = Path(json.loads(folder.stdout)["path"])
     worlds = project / "src/side_folder/worlds"
     assert {p.name for p in worlds.iterdir()} == {"side-world.yaml", "side_handlers.py"}
 

@@ -60,15 +60,20 @@ def _import_handlers(module: str, beside: Path | None, source: str) -> None:
         raise
 
 
-def load_domain(path: str | Path) -> DomainSpec:
-    path = Path(path)
+def read_mapping(path: Path) -> dict[str, Any]:
+    """A YAML or JSON file's mapping (a domain, or a saved world wrapping one)."""
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise DomainError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise DomainError(f"{path}: a domain file holds a mapping")
-    return parse_domain(data, str(path), beside=path.parent)
+    return data
+
+
+def load_domain(path: str | Path) -> DomainSpec:
+    path = Path(path)
+    return parse_domain(read_mapping(path), str(path), beside=path.parent)
 
 
 def builtin_domain_files() -> list[Path]:

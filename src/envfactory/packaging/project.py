@@ -20,8 +20,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-import yaml
-
+from envfactory.domain.loader import read_mapping
 from envfactory.errors import EnvFactoryError
 from envfactory.packaging import templates
 from envfactory.sources import world_files
@@ -84,7 +83,7 @@ def _copy_worlds(sources: list[Path], into: Path) -> str:
         if (into / file.name).exists():
             raise PackagingError(f"two world files are named {file.name}")
         shutil.copy2(file, into / file.name)
-        data = _read_mapping(file)
+        data = read_mapping(file)
         domain = data.get("domain")  # a saved library world wraps its domain
         ids.append(str((domain if isinstance(domain, dict) else data).get("id") or file.stem))
         handlers = data.get("handlers")
@@ -94,16 +93,6 @@ def _copy_worlds(sources: list[Path], into: Path) -> str:
                 (into / relative).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(file.parent / relative, into / relative)
     return ids[0]
-
-
-def _read_mapping(file: Path) -> dict[str, object]:
-    try:
-        data = yaml.safe_load(file.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise PackagingError(f"{file}: {exc}") from None
-    if not isinstance(data, dict):
-        raise PackagingError(f"{file}: not a world file")
-    return data
 
 
 def _pip(*args: str) -> subprocess.CompletedProcess[str]:
