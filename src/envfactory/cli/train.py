@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from envfactory.cli.common import console, fail
+from envfactory.cli.common import console, fail, load_env
 from envfactory.errors import EnvFactoryError
 
 
@@ -47,7 +47,7 @@ def train(
     except ImportError as exc:
         raise fail(f"train needs the integrations extra (make setup): {exc}") from None
     settings = TrainSettings(
-        world=world,
+        world=load_env(world).id,  # an id, a domain file or a folder holding one world
         difficulty=difficulty,
         steps=steps,
         prompts_per_step=prompts_per_step,
