@@ -323,6 +323,10 @@ def test_episode_viewer_shows_calls_results_and_rubric(
     assert css(driver, '#state li[data-item="state"]')[0].text.startswith("state: ")
     assert css(driver, "#steps tr.changed")  # the write shows as a state change
     assert css(driver, '[data-key="reward"]')[0].text == f"{rec.reward:.3f}"
+    # the state diff against the target, recomputed by replaying the episode
+    wait(driver, lambda d: d.execute_script("return document.body.dataset.diff") == "ok")
+    assert css(driver, '#diff-rows tr[data-status="made"]') and css(driver, "#no-collateral")
+    assert not css(driver, '#diff-rows tr[data-status="missing"]')
 
 
 @CHROMIUM

@@ -20,10 +20,12 @@ from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from envfactory.dashboard import aggregate, frontiers
+from envfactory.dashboard.diff import state_diff
 from envfactory.dashboard.episode import view
 from envfactory.dashboard.page import EPISODE_PAGE, OVERVIEW_PAGE
 from envfactory.dashboard.reader import RunReader
 from envfactory.serving.auth import presented_token
+from envfactory.trajectory.record import EpisodeRecord
 
 COOKIE = "envfactory_dashboard"
 
@@ -202,17 +204,27 @@ def create_app(dashboard: Dashboard, token: str | None = None) -> FastAPI:
         reader.refresh()
         return aggregate.episodes(reader.snapshot(), env, difficulty, status, limit, offset)
 
-    @app.get("/api/runs/{rid}/episode")
-    def episode(rid: int, id: str) -> dict[str, Any]:
+    def record(rid: int, id: str) -> tuple[RunReader, EpisodeRecord]:
         reader = dashboard.run(rid)
         reader.refresh()
         try:
-            record = reader.record(id)
+            found = reader.record(id)
         except ValueError as exc:
             raise HTTPException(422, f"episode {id} is not a readable record: {exc}") from None
-        if record is None:
+        if found is None:
             raise HTTPException(404, f"no episode {id!r} in run {reader.name}")
-        return view(record, reader.name)
+        return reader, found
+
+    @app.get("/api/runs/{rid}/episode")
+    def episode(rid: int, id: str) -> dict[str, Any]:
+        reader, found = record(rid, id)
+        return view(found, reader.name)
+
+    @app.get("/api/runs/{rid}/episode/diff")
+    def episode_diff(rid: int, id: str) -> dict[str, Any]:
+        """The final state against the target, recomputed by replaying the episode."""
+        reader, found = record(rid, id)
+        return {"run": reader.name, "episode_id": found.episode_id, **state_diff(found)}
 
     @app.get("/api/curricula")
     def curricula() -> list[dict[str, Any]]:

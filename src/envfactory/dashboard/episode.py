@@ -4,7 +4,8 @@ the rubric items behind the reward, and the state as the record has it.
 The record holds no row-level diff (the target is hidden and never recorded); what it says
 about the state against the target is in the rubric (the ``state``, ``no_collateral`` and
 ``rules`` items name the rows that are not as required) and in the canonical state hash after
-every step, which shows which actions changed the state.
+every step, which shows which actions changed the state. The rows themselves are recomputed by
+replaying the episode (:mod:`envfactory.dashboard.diff`, a route of its own).
 """
 
 from __future__ import annotations

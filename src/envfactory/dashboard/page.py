@@ -451,6 +451,80 @@ function stepsTable(steps) {
   return t;
 }
 
+function val(v) { return v === null || v === undefined ? '–' : JSON.stringify(v); }
+
+const DIFF_NOTE = {
+  not_replayable: 'the replay of this record does not reach the state it records, so no ' +
+    'diff is shown',
+  not_applicable: 'no diff of database rows for this world',
+  unavailable: 'the diff cannot be recomputed here',
+};
+
+function diffView(d) {
+  const box = el('div', {id: 'diff', 'data-status': d.status});
+  if (d.status !== 'ok') {
+    box.append(el('div', {class: d.status === 'not_replayable' ? 'err' : 'muted'},
+      DIFF_NOTE[d.status] || d.status), el('div', {class: 'muted reason'}, d.reason || ''));
+    return box;
+  }
+  const n = d.summary;
+  box.append(el('div', {class: 'summary'}, ['made', 'missing', 'wrong', 'collateral'].map(k =>
+    el('span', {class: 'status', 'data-count': k}, k + ' ', el('b', {}, n[k])))),
+    el('div', {class: 'muted'}, `${n.required} required change(s); recomputed by replaying ` +
+      `${d.replayed} tool call(s) (state ${d.state_hash.slice(0, 12)}, as recorded)`));
+  const t = el('table', {id: 'diff-rows'}, el('tr', {},
+    ['row', 'change', 'as required?', 'field', 'before', 'target', 'actual']
+      .map(h => el('th', {class: 'l'}, h))));
+  for (const r of d.rows) {
+    const fields = r.fields.length ? r.fields : [null];
+    fields.forEach((f, i) => {
+      const cls = r.status === 'made' ? 'pass' : 'fail';
+      const okCls = !f || f.ok === true ? '' : (f.ok === null ? 'muted' : 'err');
+      t.append(el('tr', {class: cls, 'data-row': `${r.table}/${r.id}`, 'data-status': r.status},
+        el('td', {class: 'l'}, i ? '' : `${r.table} ${r.id}` +
+          (r.row && r.row !== r.id ? ` (as ${r.row})` : '')),
+        el('td', {class: 'l'}, i ? '' : r.op), el('td', {class: 'l'}, i ? '' : r.status),
+        el('td', {class: 'l ' + okCls}, f ? f.field : ''),
+        el('td', {class: 'l'}, f ? val(f.before) : ''),
+        el('td', {class: 'l'}, f ? val(f.target) : ''),
+        el('td', {class: 'l ' + okCls}, f ? val(f.actual) : '')));
+    });
+  }
+  if (!d.rows.length) t.append(el('tr', {}, el('td', {class: 'l muted', colspan: 7},
+    'the task requires no change of state')));
+  box.append(t, el('h3', {style: 'margin-top:10px'}, 'collateral changes'));
+  if (!d.collateral.length) {
+    box.append(el('div', {class: 'muted', id: 'no-collateral'}, 'none: every row changed is one ' +
+      'the target names'));
+    return box;
+  }
+  const c = el('table', {id: 'diff-collateral'}, el('tr', {},
+    ['row', 'change', 'field', 'before', 'after'].map(h => el('th', {class: 'l'}, h))));
+  for (const r of d.collateral) {
+    const fields = r.fields.length ? r.fields : [null];
+    fields.forEach((f, i) => c.append(el('tr', {class: 'fail', 'data-row': `${r.table}/${r.id}`},
+      el('td', {class: 'l'}, i ? '' : `${r.table} ${r.id}`), el('td', {class: 'l'}, i ? '' : r.op),
+      el('td', {class: 'l'}, f ? f.field : ''), el('td', {class: 'l'}, f ? val(f.before) : ''),
+      el('td', {class: 'l'}, f ? val(f.after) : ''))));
+  }
+  box.append(c);
+  return box;
+}
+
+async function loadDiff(run, id) {
+  const card = document.getElementById('diff-card');
+  try {
+    const d = await api(`/api/runs/${encodeURIComponent(run)}/episode/diff?id=` +
+      encodeURIComponent(id));
+    card.replaceChildren(el('h3', {}, 'state diff against the target'), diffView(d));
+    document.body.dataset.diff = d.status;
+  } catch (err) {
+    card.replaceChildren(el('h3', {}, 'state diff against the target'),
+      el('div', {class: 'err'}, err.message));
+    document.body.dataset.diff = 'error';
+  }
+}
+
 async function load() {
   const q = new URLSearchParams(location.search);
   const run = q.get('run') || '0', id = q.get('id') || '';
@@ -474,14 +548,18 @@ async function load() {
         el('ul', {}, e.against_target.map(i => el('li', {'data-item': i.name},
           `${i.name}: ${i.reason}`))),
         el('div', {class: 'muted'}, 'final state hash ', el('code', {}, e.state_hash || '–')),
-        el('div', {class: 'muted'}, 'the record keeps the rubric\'s verdict on the target ' +
-          'and the state hash after each step, not the target itself'),
+        el('div', {class: 'muted'}, 'the rubric\'s verdict on the target; the rows are ' +
+          'in the state diff below, recomputed by replaying the episode'),
         el('h3', {style: 'margin-top:10px'}, 'steps and state changes'), stepsTable(e.steps))),
+    el('section', {}, el('div', {class: 'card', id: 'diff-card'},
+      el('h3', {}, 'state diff against the target'),
+      el('div', {class: 'muted'}, 'replaying the episode…'))),
     el('section', {}, el('h2', {}, 'conversation'),
       el('div', {id: 'conversation'}, e.conversation.map(message))),
     el('section', {}, el('h2', {}, 'metrics'),
       kv(Object.entries(e.metrics).map(([k, v]) => [k, v]))));
   document.body.dataset.loaded = '1';
+  await loadDiff(run, id);
 }
 
 load().catch(err => {

@@ -66,13 +66,13 @@ def shoot(out: Path) -> list[Path]:
                 time.sleep(0.5)
                 overview = out / "dashboard-overview.png"
                 driver.save_screenshot(str(overview))
-                # the curriculum run's longest episode: tool calls, writes, a passed rubric
+                # the curriculum run's longest episode: tool calls, writes, passed rubric, diff
                 longest = max(board.runs[2].snapshot(), key=lambda r: r.steps)
                 driver.set_window_size(1400, 1800)
                 driver.get(f"{url}/episode?run=2&id={quote(longest.episode_id, safe='')}")
                 WebDriverWait(driver, 20).until(
-                    lambda d: d.execute_script("return document.body.dataset.loaded") == "1"
-                )
+                    lambda d: d.execute_script("return document.body.dataset.diff")
+                )  # the state diff against the target comes once the replay is done
                 episode = out / "dashboard-episode.png"
                 driver.save_screenshot(str(episode))
         finally:

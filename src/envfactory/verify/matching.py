@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from envfactory.tasks.types import TargetChange
 from envfactory.world.state import RowChange
@@ -23,9 +23,12 @@ SEARCH_BUDGET = 20_000  # search nodes; a real episode needs a handful
 # A way to match one target change: the agent's inserted row it would use (None for a row the
 # target updates in place), and the renaming of new ids that the match needs.
 Option = tuple[tuple[str, str] | None, dict[str, str]]
+# How one target change was matched: False when it was not, else the option's row.
+Pick = tuple[str, str] | None | Literal[False]
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
+    """Two stored values as the verifier compares them (numbers to within 1e-6)."""
     if isinstance(a, float) or isinstance(b, float):
         try:
             return abs(float(a) - float(b)) <= 1e-6
@@ -52,7 +55,7 @@ def _renaming(
         if isinstance(w, str) and w in target_new:
             if not (isinstance(g, str) and g in agent_new) or needs.setdefault(w, g) != g:
                 return None
-        elif (isinstance(g, str) and g in agent_new) or not _same(w, g):
+        elif (isinstance(g, str) and g in agent_new) or not same_value(w, g):
             return None
     return needs
 
@@ -65,22 +68,22 @@ class _Search:
     forward: dict[str, str] = field(default_factory=dict)
     backward: dict[str, str] = field(default_factory=dict)
     taken: set[tuple[str, str]] = field(default_factory=set)
-    chosen: list[bool] = field(default_factory=list)
-    best: list[bool] = field(default_factory=list)
-    best_rows: set[tuple[str, str]] = field(default_factory=set)
+    chosen: list[Pick] = field(default_factory=list)
+    best: list[Pick] = field(default_factory=list)
     best_count: int = 0
     ceiling: list[int] = field(default_factory=list)
     nodes: int = 0
 
-    def run(self) -> tuple[list[bool], set[tuple[str, str]]]:
-        """Which target changes are matched, and the agent's inserted rows that match them."""
+    def run(self) -> list[Pick]:
+        """Per target change: False when unmatched, else the agent's inserted row that matches
+        it (None for a row the target changes in place)."""
         self.best = [False] * len(self.options)
         # the most the changes from i on could add: those with a way to match at all
         self.ceiling = [0] * (len(self.options) + 1)
         for i in reversed(range(len(self.options))):
             self.ceiling[i] = self.ceiling[i + 1] + bool(self.options[i])
         self._visit(0, 0)
-        return self.best, self.best_rows
+        return self.best
 
     def _visit(self, i: int, count: int) -> None:
         n = len(self.options)
@@ -88,7 +91,7 @@ class _Search:
             return
         self.nodes += 1
         if i == n:
-            self.best, self.best_rows, self.best_count = list(self.chosen), set(self.taken), count
+            self.best, self.best_count = list(self.chosen), count
             return
         for row, needs in self.options[i]:
             if row in self.taken:
@@ -98,7 +101,7 @@ class _Search:
                 continue
             if row is not None:
                 self.taken.add(row)
-            self.chosen.append(True)
+            self.chosen.append(row)
             self._visit(i + 1, count + 1)
             self.chosen.pop()
             if row is not None:
@@ -132,10 +135,33 @@ class _Search:
             del self.backward[self.forward.pop(t)]
 
 
-def match_state(
-    target: Sequence[TargetChange], changes: Sequence[RowChange]
-) -> tuple[int, list[str], list[str]]:
-    """(target changes matched, the ones missing or wrong, collateral changes)."""
+@dataclass(frozen=True)
+class RowMatch:
+    """One target change and the row of the episode that stands for it: ``change`` is the
+    episode's change of that row (None when the row is as the episode started), ``ok`` whether
+    it is as required."""
+
+    target: TargetChange
+    change: RowChange | None
+    ok: bool
+
+
+@dataclass(frozen=True)
+class StateMatch:
+    """Every target change with its row, and the changes no target change names."""
+
+    rows: list[RowMatch]
+    collateral: list[RowChange]
+
+    @property
+    def matched(self) -> int:
+        return sum(r.ok for r in self.rows)
+
+
+def match_rows(target: Sequence[TargetChange], changes: Sequence[RowChange]) -> StateMatch:
+    """The largest consistent matching of ``target`` to ``changes``, row by row. A target
+    update or delete is paired with its row's change whether or not it matches; a target
+    insert that no inserted row matches is paired with nothing."""
     made = {(c.table, c.key): c for c in changes}
     inserted = [c for c in changes if c.before is None]
     target_new = {t.id for t in target if t.before is None}
@@ -154,14 +180,26 @@ def match_state(
                 if needs is not None:
                     candidates.append(((c.table, c.key), {t.id: c.key, **needs}))
         options.append(candidates)
-    found, rows = _Search(options).run()
+    picks = _Search(options).run()
+    rows = []
+    for t, pick in zip(target, picks, strict=True):
+        where = (t.table, t.id) if t.before is not None else pick or None
+        rows.append(RowMatch(t, made.get(where) if where else None, pick is not False))
+    used = {p for p in picks if p} | {(t.table, t.id) for t in target if t.before is not None}
+    return StateMatch(rows, [c for c in changes if (c.table, c.key) not in used])
+
+
+def match_state(
+    target: Sequence[TargetChange], changes: Sequence[RowChange]
+) -> tuple[int, list[str], list[str]]:
+    """(target changes matched, the ones missing or wrong, collateral changes)."""
+    m = match_rows(target, changes)
     missing = [
-        f"{t.table} {t.id} is not as required"
-        if t.before is not None
-        else f"a required new {t.table} row is missing"
-        for t, ok in zip(target, found, strict=True)
-        if not ok
+        f"{r.target.table} {r.target.id} is not as required"
+        if r.target.before is not None
+        else f"a required new {r.target.table} row is missing"
+        for r in m.rows
+        if not r.ok
     ]
-    used = rows | {(t.table, t.id) for t in target if t.before is not None}
-    collateral = [f"{c.op} of {c.table} {c.key}" for c in changes if (c.table, c.key) not in used]
-    return sum(found), missing, collateral
+    collateral = [f"{c.op} of {c.table} {c.key}" for c in m.collateral]
+    return m.matched, missing, collateral
