@@ -90,7 +90,7 @@ PYTEST_WORKERS ?= 2
 SINGLE_PROCESS := tests/serving/test_fuzz.py
 
 pytest: setup system-test
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --ignore=$(SINGLE_PROCESS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=30 --ignore=$(SINGLE_PROCESS)
 	$(BIN)/pytest $(SINGLE_PROCESS)
 
 test: lint typecheck pytest
