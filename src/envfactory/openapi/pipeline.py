@@ -117,8 +117,8 @@ class ImportReport(BaseModel):
         }
 
 
-class _Timeout(Exception):
-    pass
+class _Timeout(BaseException):  # not an Exception: no broad handler may swallow it
+    """The document's time ran out."""
 
 
 def _alarm(signum: int, frame: FrameType | None) -> None:
@@ -127,6 +127,7 @@ def _alarm(signum: int, frame: FrameType | None) -> None:
 
 def import_one(path: Path, source: str, settings: Settings) -> SpecResult:
     """Compile, build, audit and (if it passes) save one document. Never raises."""
+    list_envs()  # the registry loads before the clock starts: a timeout must not cut it short
     started, cpu = time.perf_counter(), time.process_time()
     result = SpecResult(source=source)
     previous = signal.signal(signal.SIGALRM, _alarm)
