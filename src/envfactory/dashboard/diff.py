@@ -25,6 +25,7 @@ from typing import Any
 
 from envfactory.episode.base import EpisodeConfig
 from envfactory.episode.db import DatabaseEpisode
+from envfactory.episode.noise import FAULT_CODES
 from envfactory.episode.types import Message, parse_action
 from envfactory.registry import make
 from envfactory.rollout.types import TaskRef
@@ -34,9 +35,9 @@ from envfactory.verify.matching import RowMatch, match_rows, same_value
 from envfactory.world.environment import DatabaseEnvironment
 from envfactory.world.state import RowChange
 
-#: Error codes of faults the world's noise injects (:func:`envfactory.episode.noise.fault`):
-#: such a call did not run, so the replay skips it.
-FAULT_CODES = frozenset({"transient_error", "rate_limited", "timeout", "malformed_response"})
+#: Error codes of faults the world's noise injects: such a call did not run, so the replay
+#: skips it.
+INJECTED = frozenset(FAULT_CODES.values())
 
 #: What the other kinds of world are checked against, instead of rows.
 NO_ROWS = {
@@ -184,7 +185,7 @@ def _replay(
         action = parse_action(s.action)
         if isinstance(action, Message):
             pass  # a message to the user never changes the database
-        elif s.error in FAULT_CODES:
+        elif s.error in INJECTED:
             skipped += 1  # faulted by the world's noise: the call did not run
         else:
             episode.step(s.action)

@@ -12,6 +12,13 @@ from envfactory.tools.result import ToolError
 
 NoiseKind = Literal["transient", "rate_limit", "timeout", "malformed"]
 NOISE_KINDS: tuple[NoiseKind, ...] = ("transient", "rate_limit", "timeout", "malformed")
+#: The error code of each kind of injected fault (a call so faulted did not run).
+FAULT_CODES: dict[NoiseKind, str] = {
+    "transient": "transient_error",
+    "rate_limit": "rate_limited",
+    "timeout": "timeout",
+    "malformed": "malformed_response",
+}
 
 
 class NoiseConfig(BaseModel):
@@ -30,21 +37,22 @@ def fault(config: NoiseConfig, task_id: str, call_index: int, tool: str) -> Tool
     if (h >> 16) / 2**48 >= config.rate:
         return None
     kind = config.kinds[h % len(config.kinds)]
+    code = FAULT_CODES[kind]
     if kind == "transient":
         return ToolError(
-            code="transient_error", message="Service temporarily unavailable; try again.", tool=tool
+            code=code, message="Service temporarily unavailable; try again.", tool=tool
         )
     if kind == "rate_limit":
         return ToolError(
-            code="rate_limited",
+            code=code,
             message="Too many requests; retry after 1 second.",
             tool=tool,
             retry_after=1.0,
         )
     if kind == "timeout":
-        return ToolError(code="timeout", message="The call timed out; try again.", tool=tool)
+        return ToolError(code=code, message="The call timed out; try again.", tool=tool)
     return ToolError(
-        code="malformed_response",
+        code=code,
         message='Unreadable response from the service: {"status": "ok", "data": {"id": "',
         tool=tool,
     )
