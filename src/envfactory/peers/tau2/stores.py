@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import marshal
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -303,6 +303,26 @@ class CachedDocuments(SqlDocuments):
             if before is None or now is None or any(before[i] != now[i] for i in place):
                 self._all_users = True
 
+    def _cached(
+        self,
+        key: str,
+        held: dict[str, tuple[Doc, Rows, int]],
+        cache: dict[str, Record | None],
+        assemble: Callable[[str], Doc | None],
+    ) -> Doc | None:
+        """A copy of the world's clean record ``key`` (``held``: this episode's documents of
+        that kind), assembled from the rows the first time any episode asks for it."""
+        if key not in cache:  # assembled from this episode's rows: the base's here
+            doc = assemble(key)
+            cache[key] = None if doc is None else _record(doc, *held.pop(key)[1:])
+        record = cache[key]
+        if record is None:
+            return None
+        doc = self._hand_out(record)
+        held[key] = (doc, {}, record.position)
+        self._clean.append((doc, record))
+        return doc
+
     def _hand_out(self, record: Record) -> Doc:
         doc = record.doc()
         self._texts[id(doc)] = (doc, record.text)
@@ -319,34 +339,14 @@ class CachedDocuments(SqlDocuments):
             return self._users[user_id][0]
         if self._all_users or user_id in self._dirty_users:
             return super().user(user_id)
-        cache = self.base.users
-        if user_id not in cache:  # assembled from this episode's rows: the base's here
-            doc = super().user(user_id)
-            cache[user_id] = None if doc is None else _record(doc, *self._users.pop(user_id)[1:])
-        record = cache[user_id]
-        if record is None:
-            return None
-        doc = self._hand_out(record)
-        self._users[user_id] = (doc, {}, record.position)
-        self._clean.append((doc, record))
-        return doc
+        return self._cached(user_id, self._users, self.base.users, super().user)
 
     def order(self, order_id: str) -> Doc | None:
         if order_id in self._orders:
             return self._orders[order_id][0]
         if order_id in self._dirty_orders:
             return super().order(order_id)
-        cache = self.base.orders
-        if order_id not in cache:
-            doc = super().order(order_id)
-            cache[order_id] = None if doc is None else _record(doc, *self._orders.pop(order_id)[1:])
-        record = cache[order_id]
-        if record is None:
-            return None
-        doc = self._hand_out(record)
-        self._orders[order_id] = (doc, {}, record.position)
-        self._clean.append((doc, record))
-        return doc
+        return self._cached(order_id, self._orders, self.base.orders, super().order)
 
     def product(self, product_id: str) -> Doc | None:
         if self._products:
