@@ -22,6 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from envfactory.tasks.types import AnswerKey
@@ -76,9 +77,10 @@ class _Reading:
         days = m.resolve_years(m.read_dates(low))
         return cls(low, blanked, m.read_amounts(blanked), days, m.read_times(low))
 
-    def candidates(self, kind: Kind, expected: Sequence[Any], words: Iterable[str]) -> set[Any]:
+    def candidates(self, kind: Kind, expected: Sequence[Any], names: tuple[str, ...]) -> set[Any]:
         """The distinct values of ``kind`` this text names (``expected``: the answers of that
-        kind, whose shapes say what a code looks like)."""
+        kind, whose shapes say what a code looks like; ``names``: for words, the phrases a
+        word answer is told apart from, as :func:`_names` gives them)."""
         if kind == "number":
             return set(self.amounts.of_answers(map(float, expected)))
         if kind == "fraction":
@@ -93,7 +95,7 @@ class _Reading:
             shapes = {m.code_pattern(str(e).lower()) for e in expected}
             found = {c for shape in shapes for c in m.read_codes(self.blanked, shape)}
             return m.phrases_named(self.blanked, found)  # not the 40266134 of a UUID
-        return m.phrases_named(self.text, {m.norm(w) for w in (*words, *map(str, expected))})
+        return m.phrases_named(self.text, names)
 
     def gives(self, expected: Any) -> bool:
         kind = kind_of(expected)
@@ -145,34 +147,81 @@ def grade(
     if max_chars is not None and len(reply) > max_chars:
         return 0.0, f"the reply is longer than {max_chars} characters"
     key = key or AnswerKey()
-    said, asked = _Reading.of(reply), _Reading.of(key.request)
+    typed, words = tuple((type(e), e) for e in expected), tuple(key.words)
+    try:
+        sheet = _sheet(typed, key.request, words)
+    except TypeError:  # an answer that cannot be a cache key (a list): read it afresh
+        sheet = _sheet.__wrapped__(typed, key.request, words)
+    return sheet.grade(_read(reply))
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """One kind of answer asked for: its answers, the phrases a word answer is told apart
+    from, how many distinct values a reply may name, and the values it names that are no
+    candidates (the request's, and those that answers of other kinds hold in their text)."""
+
+    answers: tuple[Any, ...]
+    names: tuple[str, ...]
+    allowed: int
+    excused: frozenset[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Sheet:
+    """What grading needs from the answers and their key, read once per task: a verdict then
+    reads only the reply."""
+
+    expected: tuple[tuple[Any, Kind, Any], ...]  # (answer, its kind, comparable(answer))
+    kinds: dict[Kind, _Kind]
+
+    def grade(self, said: _Reading) -> tuple[float, str]:
+        # A word or code answer is given when the reply names it on its own, not inside another.
+        alone: dict[Kind, set[Any]] = {}
+        for kind, of in self.kinds.items():
+            named = said.candidates(kind, of.answers, of.names)
+            if kind in ("word", "code"):
+                alone[kind] = set(named)
+            named -= of.excused
+            if len(named) > of.allowed:
+                return 0.0, (
+                    f"the reply names {len(named)} values of kind {kind} where {of.allowed} "
+                    "was asked for: a list of candidates is no answer"
+                )
+        hits = sum(
+            same in alone[kind] if kind in alone else said.gives(e)
+            for e, kind, same in self.expected
+        )
+        n = len(self.expected)
+        return hits / n, f"{hits} of {n} requested answers given"
+
+
+@lru_cache(maxsize=4096)
+def _sheet(typed: tuple[tuple[type, Any], ...], request: str, words: tuple[str, ...]) -> _Sheet:
+    """The :class:`_Sheet` of the answers ``typed`` ((type, value) pairs: 1 is not True) under
+    a key's request and words, kept per task."""
+    expected = [e for _, e in typed]
+    asked = _Reading.of(request)
     # Distinct values by kind: two questions with the same answer are answered by one value.
-    kinds = Counter(kind for kind, _ in {(kind_of(e), comparable(e)) for e in expected})
-    # A word or code answer is given when the reply names it on its own, not inside another.
-    alone: dict[Kind, set[Any]] = {}
-    for kind in kinds:
+    counts = Counter(kind for kind, _ in {(kind_of(e), comparable(e)) for e in expected})
+    kinds: dict[Kind, _Kind] = {}
+    for kind in counts:
         of_kind = [e for e in expected if kind_of(e) == kind]
-        named = said.candidates(kind, of_kind, key.words)
-        if kind in ("word", "code"):
-            alone[kind] = set(named)
-        named -= asked.candidates(kind, of_kind, key.words)
-        named -= _embedded(kind, of_kind, expected, key.words)
-        allowed = sum(n for k, n in kinds.items() if k == kind or _WIDER.get(k) == kind)
-        if len(named) > allowed:
-            return 0.0, (
-                f"the reply names {len(named)} values of kind {kind} where {allowed} "
-                "was asked for: a list of candidates is no answer"
-            )
-    hits = sum(
-        comparable(e) in alone[kind_of(e)] if kind_of(e) in alone else said.gives(e)
-        for e in expected
-    )
-    return hits / len(expected), f"{hits} of {len(expected)} requested answers given"
+        names = m.longest_first(m.norm(w) for w in (*words, *map(str, of_kind)))
+        excused = asked.candidates(kind, of_kind, names) | _embedded(kind, expected, names)
+        allowed = sum(n for k, n in counts.items() if k == kind or _WIDER.get(k) == kind)
+        kinds[kind] = _Kind(tuple(of_kind), names, allowed, frozenset(excused))
+    return _Sheet(tuple((e, kind_of(e), comparable(e)) for e in expected), kinds)
 
 
-def _embedded(
-    kind: Kind, of_kind: list[Any], expected: Sequence[Any], words: list[str]
-) -> set[Any]:
+@lru_cache(maxsize=4)
+def _read(reply: str) -> _Reading:
+    """A reply's reading. The last few are kept: the checks of one verdict read the same
+    reply (a database world's answer criterion and tau2's communicate check)."""
+    return _Reading.of(reply)
+
+
+def _embedded(kind: Kind, expected: Sequence[Any], names: tuple[str, ...]) -> set[Any]:
     """Values of ``kind`` that answers of other kinds hold in their own text (the 356 of
     "Suite 356"): giving those answers names them, so they are no candidates, unless one is
     itself an answer counted in ``kind``."""
@@ -180,9 +229,10 @@ def _embedded(
     others: list[str] = []
     for e in expected:
         counted = kind_of(e) == kind or _WIDER.get(kind_of(e)) == kind
-        (own if counted else others).append(str(e))
-    held = _Reading.of(" ".join(others)).candidates(kind, of_kind, words)
-    return held - _Reading.of(" ".join(own)).candidates(kind, of_kind, words)
+        (own if counted else others).append(e)
+    of_kind = [e for e in expected if kind_of(e) == kind]
+    held = _Reading.of(" ".join(map(str, others))).candidates(kind, of_kind, names)
+    return held - _Reading.of(" ".join(map(str, own))).candidates(kind, of_kind, names)
 
 
 class Vocabulary:

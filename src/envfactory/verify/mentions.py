@@ -207,12 +207,19 @@ def _whole(phrase: str) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)")
 
 
+def longest_first(phrases: Iterable[str]) -> tuple[str, ...]:
+    """Distinct ``phrases`` in the order :func:`phrases_named` reads them."""
+    return tuple(sorted(set(phrases), key=len, reverse=True))
+
+
 def phrases_named(text: str, phrases: Iterable[str]) -> set[str]:
     """The ``phrases`` ``text`` names as whole words, longest first: a phrase said only
     inside a longer one named ("fire" in the description "Dark energy fire choose.") is part
-    of that mention, not a mention of its own."""
+    of that mention, not a mention of its own. A tuple is taken as :func:`longest_first`
+    made it (a world's words, ordered once)."""
     named: set[str] = set()
-    for phrase in sorted(set(phrases), key=len, reverse=True):
+    ordered = phrases if isinstance(phrases, tuple) else longest_first(phrases)
+    for phrase in ordered:
         if not phrase or phrase not in text:  # a whole-word mention is a substring first
             continue
         pattern = _whole(phrase)

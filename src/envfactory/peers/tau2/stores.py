@@ -186,7 +186,7 @@ def _write(store: Store, read: Rows, now: Rows) -> None:
                 store.put(table, row["id"], row)
             else:
                 changes = {c: v for c, v in row.items() if v != old[c]}
-                store.update(table, row["id"], changes)
+                store.set_fields(table, row["id"], changes)
         for key in before:
             store.put(table, key, None)
 
