@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+
 import pytest
 
 import envfactory
@@ -15,6 +18,7 @@ from envfactory.repo.exploits import RepoTrick, repo_exploits
 from envfactory.repo.gate import tamper_names
 from envfactory.repo.mutate import candidates, check_valid
 from envfactory.repo.runner import store
+from envfactory.repo.verify import shipped_path, verify
 
 WHY = projects.unavailable_reason()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=WHY or "")
@@ -33,6 +37,24 @@ def test_listed_with_kind_repo(env: RepoEnvironment) -> None:
     assert {t["function"]["name"] for t in env.tools()} == {
         "run_command", "read_file", "write_file", "edit_file"
     }  # fmt: skip
+
+
+def test_shipped_verdicts_hold_when_run_again(env: RepoEnvironment) -> None:
+    """Verdicts that ship with envfactory, verified again for real: the same mutations are
+    kept or refused, and a kept one fails the same tests."""
+    p = projects.PROJECTS[0]
+    lines = gzip.decompress(shipped_path(p).read_bytes()).decode().splitlines()
+    shipped = {d["key"]: d["verdict"] for d in map(json.loads, lines)}
+    mutations = {m.id: m for cell in env.catalog.values() for q, m in cell if q is p}
+    singles = sorted(k for k in shipped if k in mutations)
+    kept = [k for k in singles if shipped[k]["ok"]][:3]
+    refused = [k for k in singles if shipped[k].get("why") == "no test fails"][:1]
+    assert len(kept) == 3 and len(refused) == 1
+    sample = kept + refused
+    fresh = verify(p, [[mutations[k]] for k in sample], cached=False)
+    for key, now in zip(sample, fresh, strict=True):
+        assert now["ok"] == shipped[key]["ok"], (key, now)
+        assert set(now.get("failing", {})) == set(shipped[key].get("failing", {})), key
 
 
 def test_every_candidate_of_a_file_gives_its_intended_tree() -> None:

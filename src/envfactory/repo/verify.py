@@ -6,15 +6,25 @@ imported modules and runs only the tests that execute the mutated line (the proj
 baseline says which). A mutation is kept when some of those tests fail and it breaks
 nothing else (tests that never run the line cannot change). Verdicts are cached on disk
 (``.cache/repo/verdicts``), so a task is verified once per machine.
+
+Verdicts also ship with envfactory (``verdicts/<project>.jsonl.gz`` beside this module: those
+a fresh checkout's tests and examples draw, as a fresh checkout recorded them), and they take
+precedence over a machine's own. A verdict is not the same on every machine: a mutation that
+slows the tests down times out on a loaded one, and some projects' tests are sensitive to
+timing, so the failing tests, and with them the tasks kept, could differ. With the shipped
+verdicts the same tasks are drawn everywhere, and a fresh checkout does not spend its first
+quarter of an hour verifying them again. ``tests/repo`` re-runs a sample of them for real.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import threading
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 from envfactory.repo import projects
@@ -53,8 +63,16 @@ def baseline(p: Project) -> Baseline:
     return found
 
 
+SHIPPED = Path(__file__).with_name("verdicts")
+
+
+def shipped_path(p: Project) -> Path:
+    return SHIPPED / f"{p.key}.jsonl.gz"
+
+
 class Verdicts:
-    """Cached verdicts of one project: ``{"ok": bool, "failing": {test: message}}``."""
+    """Cached verdicts of one project: ``{"ok": bool, "failing": {test: message}}``, this
+    machine's and those shipped (which take precedence)."""
 
     def __init__(self, p: Project) -> None:
         self.project = p
@@ -62,12 +80,18 @@ class Verdicts:
         self.known: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
         if self.path.is_file():
-            for line in self.path.read_text().splitlines():
-                try:
-                    doc = json.loads(line)
-                except ValueError:
-                    continue
-                self.known[doc["key"]] = doc["verdict"]
+            self._read(self.path.read_text())
+        shipped = shipped_path(p)
+        if shipped.is_file():  # read last: a shipped verdict wins
+            self._read(gzip.decompress(shipped.read_bytes()).decode())
+
+    def _read(self, text: str) -> None:
+        for line in text.splitlines():
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            self.known[doc["key"]] = doc["verdict"]
 
     def record(self, key: str, verdict: dict[str, Any]) -> None:
         with self.lock:
@@ -97,10 +121,13 @@ def key_of(ms: list[Mutation]) -> str:
     return "+".join(sorted(m.id for m in ms))
 
 
-def verify(p: Project, groups: list[list[Mutation]]) -> list[dict[str, Any]]:
-    """The verdict on each group of mutations (applied together), from the cache or a run."""
+def verify(p: Project, groups: list[list[Mutation]], cached: bool = True) -> list[dict[str, Any]]:
+    """The verdict on each group of mutations (applied together), from the cache or a run
+    (always a run when not ``cached``; the cache then holds its verdicts)."""
     cache = verdicts(p)
-    out: list[dict[str, Any] | None] = [cache.known.get(key_of(g)) for g in groups]
+    out: list[dict[str, Any] | None] = [
+        cache.known.get(key_of(g)) if cached else None for g in groups
+    ]
     todo = [i for i, v in enumerate(out) if v is None]
     if todo:
         jobs, pending = [], {}
