@@ -15,6 +15,7 @@ from envfactory.bench.calibration import calibrate, plot_calibration, wilson
 from envfactory.bench.calibration import main as calibration_main
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.prompt import exposed_tools, opening
+from envfactory.integrations import local_model
 from envfactory.integrations.embedded import EMBEDDED_NAME, ModelNotFound, embedded_path, load
 from envfactory.integrations.local_model import Generated, TransformersPolicy
 from envfactory.policies.base import EpisodeContext
@@ -106,6 +107,54 @@ def test_a_shared_system_prompt_is_read_once_and_changes_no_reply(
         alone = greedy._generate([prompt])[0]
         assert reply.output_ids == alone.output_ids
         assert reply.logprobs == pytest.approx(alone.logprobs, abs=1e-3)
+
+
+def test_long_prompts_are_batched_within_the_attention_budget(
+    policy: TransformersPolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prompts whose attention weights would not fit one batch are generated in smaller
+    batches, shortest first, and each greedy reply is the one it gets alone."""
+    greedy = TransformersPolicy(
+        policy.model, policy.tokenizer, temperature=0, max_new_tokens=4, stop_ids=policy.stop_ids
+    )
+    prompts = [
+        greedy.encode([{"role": "user", "content": "Tell me about " + "the sea, " * n}])
+        for n in (40, 2, 20)
+    ]
+    longest = max(map(len, prompts))
+    monkeypatch.setattr(local_model, "ATTENTION_BUDGET", 2 * longest**2 - 1)
+    sizes: list[list[int]] = []
+    original = greedy._generate
+    greedy._generate = lambda ps, *a: sizes.append([len(p) for p in ps]) or original(ps, *a)  # type: ignore[method-assign]
+
+    async def together() -> list[Generated]:
+        return list(await asyncio.gather(*(greedy.generate(p) for p in prompts)))
+
+    batched = asyncio.run(together())
+    shortest, middle = sorted(map(len, prompts))[:2]
+    assert sizes == [[shortest, middle], [longest]]
+    for prompt, reply in zip(prompts, batched, strict=True):
+        alone = original([prompt])[0]
+        assert reply.output_ids == alone.output_ids
+
+
+def test_a_prompt_past_the_context_truncates_its_episode(policy: TransformersPolicy) -> None:
+    """A prompt that leaves no room for the reply in the model's context never reaches the
+    model: the episode ends truncated (the agent's, and scored), as a server's refusal ends it."""
+    small = TransformersPolicy(
+        policy.model, policy.tokenizer, temperature=0, max_new_tokens=8, stop_ids=policy.stop_ids
+    )
+    assert small.context == 8192  # SmolLM2's, from the model's config
+    small.context = 256  # the hotel world's opening prompt is longer
+    engine = RolloutEngine(
+        small,
+        harness=HarnessConfig(tool_format="text", max_turns=2),
+        config=EngineConfig(group_size=1),
+    )
+    engine.run_sync([TaskRef("hotel", "train", 1, 0)])
+    (rec,) = engine.records
+    assert rec.status == "truncated" and rec.reward == 0.0 and not rec.calls
+    assert "context of 256" in (rec.error or "")
 
 
 def test_episodes_of_the_engine_record_the_model_tokens(policy: TransformersPolicy) -> None:

@@ -8,8 +8,11 @@ read from the reply's text (Hermes / Qwen ``<tool_call>`` blocks): run it with
 of a message or one well-formed call of an exposed tool (:mod:`envfactory.harness.grammar`).
 
 Calls from concurrent episodes are batched: whatever calls are waiting when the model is free
-(up to ``max_batch``) are generated together, in a worker thread, so the event loop keeps
-stepping environments meanwhile. The system prompt (a world's rules and tools, most of every
+(up to ``max_batch``, and fewer when their prompts are long: see ``ATTENTION_BUDGET``) are
+generated together, in a worker thread, so the event loop keeps stepping environments
+meanwhile. A prompt that leaves no room for the reply in the model's context is refused with
+:class:`~envfactory.policies.base.ContextOverflow` (the episode is truncated, as a server's
+"context length exceeded" truncates it). The system prompt (a world's rules and tools, most of every
 prompt) is read once: its keys and values are kept and shared by every call that starts with
 it, and only each call's own tokens are read. :meth:`TransformersPolicy.from_path` loads the
 embedded model or any local one (:mod:`envfactory.integrations.embedded`).
@@ -26,11 +29,21 @@ from envfactory.episode.types import Message
 from envfactory.harness.grammar import reply_grammar
 from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.integrations.embedded import END_OF_TURN
-from envfactory.policies.base import EpisodeContext, PolicyReply, PolicyRequest, RawAction
+from envfactory.policies.base import (
+    ContextOverflow,
+    EpisodeContext,
+    PolicyReply,
+    PolicyRequest,
+    RawAction,
+)
 from envfactory.trajectory.record import ModelInfo
 
 PREFIX_MIN = 64  # a shared system prompt shorter than this is read again with each call
 PREFIXES_KEPT = 4  # system prompts whose keys and values are kept (a few worlds at once)
+# Rows x (own prompt tokens)^2 in one batch: reading the prompts materialises attention
+# weights of that many entries per head, so a batch of long prompts (a tool result of
+# thousands of tokens) would take tens of gigabytes. 2**26 is one 8k-token prompt, four of 4k.
+ATTENTION_BUDGET = 1 << 26
 
 
 @dataclass
@@ -66,6 +79,11 @@ class TransformersSession:
     async def act(self, request: PolicyRequest) -> PolicyReply:
         p = self.policy
         prompt_ids = [int(t) for t in p.encode(request.messages)]
+        if p.context and len(prompt_ids) + p.max_new_tokens > p.context:
+            raise ContextOverflow(
+                f"a prompt of {len(prompt_ids)} tokens leaves no room for {p.max_new_tokens} "
+                f"more in the model's context of {p.context}"
+            )
         out = await p.generate(
             prompt_ids, self._prefix(request.messages, prompt_ids), self._grammar(request)
         )
@@ -136,6 +154,7 @@ class TransformersPolicy:
         self.stop_ids = stop_ids or (tokenizer.eos_token_id,)
         self.end_id = tokenizer.get_vocab().get(END_OF_TURN, self.stop_ids[0])  # ends a reply
         self.max_batch = max_batch
+        self.context: int | None = getattr(model.config, "max_position_embeddings", None)
         self._waiting: list[PendingCall] = []
         self._prefixes: dict[tuple[int, ...], Any] = {}  # prefix tokens -> their keys, values
         self._worker: asyncio.Task[None] | None = None
@@ -206,10 +225,12 @@ class TransformersPolicy:
             groups.setdefault(tuple(c.prompt_ids[: c.prefix]), []).append(i)
         out: dict[int, Generated] = {}
         for prefix, members in groups.items():
-            prompts = [calls[i].prompt_ids for i in members]
-            grammars = [calls[i].grammar for i in members]
-            replies = self._generate(prompts, list(prefix), grammars)
-            out.update(zip(members, replies, strict=True))
+            own = {i: len(calls[i].prompt_ids) - len(prefix) for i in members}
+            for part in _within_budget(members, own):
+                prompts = [calls[i].prompt_ids for i in part]
+                grammars = [calls[i].grammar for i in part]
+                replies = self._generate(prompts, list(prefix), grammars)
+                out.update(zip(part, replies, strict=True))
         return [out[i] for i in range(len(calls))]
 
     def _prefix_cache(self, prefix: list[int], batch: int, room: int) -> Any:
@@ -295,3 +316,17 @@ class TransformersPolicy:
     async def aclose(self) -> None:
         if self._worker is not None:
             await asyncio.gather(self._worker, return_exceptions=True)
+
+
+def _within_budget(members: list[int], own: dict[int, int]) -> list[list[int]]:
+    """``members`` in batches of rows x (longest own prompt)^2 within ``ATTENTION_BUDGET``
+    (a prompt over it alone is a batch of its own), shortest first: similar lengths also pad
+    less."""
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    for i in sorted(members, key=own.__getitem__):
+        if batch and (len(batch) + 1) * own[i] ** 2 > ATTENTION_BUDGET:
+            batches.append(batch)
+            batch = []
+        batch.append(i)
+    return [*batches, batch] if batch else batches

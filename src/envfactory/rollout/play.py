@@ -298,6 +298,8 @@ class Play:
             t0 = time.perf_counter()
             try:
                 reply = await session.act(request)
+            except ContextOverflow:
+                raise
             except Exception as exc:  # a bug in the policy is not the agent's to lose
                 raise InfraFault(f"the policy failed: {type(exc).__name__}: {exc}") from exc
             latency = time.perf_counter() - t0
