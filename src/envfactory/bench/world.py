@@ -1,9 +1,9 @@
 """``envfactory bench``: the costs of the in-process episode API, as medians.
 
-Each number is measured here, per call, on the default world size: reset (deserialise the
-snapshot), one tool step, evaluate (verdict from the touched rows), the incremental state hash
-beside a full canonical hash of the same state, task synthesis on one core, and the memory of
-one live episode.
+Each number is measured here, per call, on the default world size: reset (roll back the
+episode's writes), one tool step, evaluate (verdict from the touched rows), the incremental
+state hash beside a full canonical hash of the same state, task synthesis on one core, and the
+memory of one live episode.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ retail data, in one run.
 
 For each task, both sides replay the gold actions as an agent would and are judged:
 
-- **envfactory** (``tau2-retail``): reset deserialises the SQLite snapshot; a step is a tool
+- **envfactory** (``tau2-retail``): reset rolls the episode's writes back; a step is a tool
   call through the episode API; the reward is ``episode.evaluate()`` (tau2's database and
   communicate checks from the touched rows, plus envfactory's rubric).
 - **peer** (:class:`~.peer.PeerRetail`, tau2-bench's approach reimplemented plainly): reset
