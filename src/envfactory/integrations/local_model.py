@@ -10,12 +10,12 @@ of a message or one well-formed call of an exposed tool (:mod:`envfactory.harnes
 Calls from concurrent episodes are batched: whatever calls are waiting when the model is free
 (up to ``max_batch``, and fewer when their prompts are long: see ``ATTENTION_BUDGET``) are
 generated together, in a worker thread, so the event loop keeps stepping environments
-meanwhile. A prompt that leaves no room for the reply in the model's context is refused with
-:class:`~envfactory.policies.base.ContextOverflow` (the episode is truncated, as a server's
-"context length exceeded" truncates it). The system prompt (a world's rules and tools, most of every
-prompt) is read once: its keys and values are kept and shared by every call that starts with
-it, and only each call's own tokens are read. :meth:`TransformersPolicy.from_path` loads the
-embedded model or any local one (:mod:`envfactory.integrations.embedded`).
+meanwhile. The system prompt (a world's rules and tools, most of every prompt) is read once:
+its keys and values are kept and shared by every call that starts with it, and only each
+call's own tokens are read. A prompt that leaves no room for the reply in the model's context
+is refused with :class:`~envfactory.policies.base.ContextOverflow` (the episode is truncated,
+as a server's "context length exceeded" truncates it). :meth:`TransformersPolicy.from_path`
+loads the embedded model or any local one (:mod:`envfactory.integrations.embedded`).
 """
 
 from __future__ import annotations

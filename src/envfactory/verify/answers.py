@@ -80,7 +80,8 @@ class _Reading:
     def candidates(self, kind: Kind, expected: Sequence[Any], names: tuple[str, ...]) -> set[Any]:
         """The distinct values of ``kind`` this text names (``expected``: the answers of that
         kind, whose shapes say what a code looks like; ``names``: for words, the phrases a
-        word answer is told apart from, as :func:`_names` gives them)."""
+        word answer is told apart from, normalised and ordered by
+        :func:`~envfactory.verify.mentions.longest_first`)."""
         if kind == "number":
             return set(self.amounts.of_answers(map(float, expected)))
         if kind == "fraction":
