@@ -209,7 +209,7 @@ def _sheet(typed: tuple[tuple[type, Any], ...], request: str, words: tuple[str, 
     for kind in counts:
         of_kind = [e for e in expected if kind_of(e) == kind]
         names = m.longest_first(m.norm(w) for w in (*words, *map(str, of_kind)))
-        excused = asked.candidates(kind, of_kind, names) | _embedded(kind, expected, names)
+        excused = asked.candidates(kind, of_kind, names) | _embedded(kind, of_kind, expected, names)
         allowed = sum(n for k, n in counts.items() if k == kind or _WIDER.get(k) == kind)
         kinds[kind] = _Kind(tuple(of_kind), names, allowed, frozenset(excused))
     return _Sheet(tuple((e, kind_of(e), comparable(e)) for e in expected), kinds)
@@ -222,7 +222,9 @@ def _read(reply: str) -> _Reading:
     return _Reading.of(reply)
 
 
-def _embedded(kind: Kind, expected: Sequence[Any], names: tuple[str, ...]) -> set[Any]:
+def _embedded(
+    kind: Kind, of_kind: list[Any], expected: Sequence[Any], names: tuple[str, ...]
+) -> set[Any]:
     """Values of ``kind`` that answers of other kinds hold in their own text (the 356 of
     "Suite 356"): giving those answers names them, so they are no candidates, unless one is
     itself an answer counted in ``kind``."""
@@ -230,10 +232,9 @@ def _embedded(kind: Kind, expected: Sequence[Any], names: tuple[str, ...]) -> se
     others: list[str] = []
     for e in expected:
         counted = kind_of(e) == kind or _WIDER.get(kind_of(e)) == kind
-        (own if counted else others).append(e)
-    of_kind = [e for e in expected if kind_of(e) == kind]
-    held = _Reading.of(" ".join(map(str, others))).candidates(kind, of_kind, names)
-    return held - _Reading.of(" ".join(map(str, own))).candidates(kind, of_kind, names)
+        (own if counted else others).append(str(e))
+    held = _Reading.of(" ".join(others)).candidates(kind, of_kind, names)
+    return held - _Reading.of(" ".join(own)).candidates(kind, of_kind, names)
 
 
 class Vocabulary:
