@@ -10,8 +10,7 @@ from envfactory.episode.noise import fault
 from envfactory.episode.types import CallRecord, EpisodeStatus, Message, Observation, ToolCall
 from envfactory.errors import EpisodeError
 from envfactory.tasks.types import Task
-from envfactory.tools.params import parse_arguments
-from envfactory.tools.result import ToolError, ToolFailure
+from envfactory.tools.result import ToolError
 from envfactory.users.base import Situation, UserSimulator
 from envfactory.users.factory import make_user
 from envfactory.verify.verdict import Verdict
@@ -112,14 +111,10 @@ class DatabaseEpisode(ToolEpisode):
             self.done, self.status = True, "env_error"
             err = ToolError(code="tool_failed", message=f"internal error: {type(exc).__name__}")
             return error_observation(err, done=True)
-        try:
-            args = parse_arguments(call.arguments)
-        except ToolFailure:
-            args = {}
         self.log.append(
             CallRecord(
                 tool=call.tool,
-                arguments=args,
+                arguments=result.arguments if result.arguments is not None else {},
                 ok=result.ok,
                 error=result.error.code if result.error else None,
                 wrote=result.wrote,

@@ -154,7 +154,13 @@ def validate(tool: str, params: Mapping[str, ParamSpec], raw: Any) -> dict[str, 
 
     Raises :class:`ToolFailure` naming every problem at once.
     """
-    args = parse_arguments(raw)
+    return check_arguments(tool, params, parse_arguments(raw))
+
+
+def check_arguments(
+    tool: str, params: Mapping[str, ParamSpec], args: dict[str, Any]
+) -> dict[str, Any]:
+    """:func:`validate` for arguments :func:`parse_arguments` has already read."""
     problems: list[str] = []
     fields: list[str] = []
     extra = [k for k in args if k not in params]

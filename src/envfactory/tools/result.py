@@ -36,11 +36,13 @@ class ToolError(BaseModel):
 
 @dataclass(slots=True)
 class ToolResult:
-    """The outcome of one call: ``data`` when it worked, ``error`` when it did not."""
+    """The outcome of one call: ``data`` when it worked, ``error`` when it did not, and the
+    arguments as sent when they could be read as an object (None otherwise)."""
 
     data: Any = None
     error: ToolError | None = None
     wrote: bool = False
+    arguments: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 from envfactory.domain.expr import Expr, ExprError, Template, Value, compile_expr
 from envfactory.domain.spec import ActionSpec, ParamSpec, RowsSpec
 from envfactory.errors import DomainError
-from envfactory.tools.params import json_schema, validate
+from envfactory.tools.params import check_arguments, json_schema, parse_arguments
 from envfactory.tools.result import ToolError, ToolFailure, ToolResult
 from envfactory.world.store import Store
 from envfactory.world.tables import Row, Table
@@ -197,22 +197,25 @@ class Tool:
     # -- calling -----------------------------------------------------------------------------
 
     def __call__(self, store: Store, raw_args: Any) -> ToolResult:
+        sent: dict[str, Any] | None = None
         try:
-            args = validate(self.name, self.params, raw_args)
+            sent = parse_arguments(raw_args)
+            args = check_arguments(self.name, self.params, sent)
             if self.handler is not None:
                 with store.transaction():
                     data = self.handler(ToolContext(self.name, args, store, self.today))
             else:
                 data = self._run(store, args)
-            return ToolResult(data=data, wrote=self.kind == "write")
+            return ToolResult(data=data, wrote=self.kind == "write", arguments=sent)
         except ToolFailure as f:
             err = ToolError(
                 code=f.code, message=f.message, tool=self.name, field=f.field, rule=f.rule
             )
-            return ToolResult(error=err)
+            return ToolResult(error=err, arguments=sent)
         except (ExprError, KeyError, TypeError, ValueError):
             msg = f"{self.name} could not process these arguments."
-            return ToolResult(error=ToolError(code="tool_failed", message=msg, tool=self.name))
+            err = ToolError(code="tool_failed", message=msg, tool=self.name)
+            return ToolResult(error=err, arguments=sent)
 
     def _run(self, store: Store, args: dict[str, Any]) -> Any:
         scope: dict[str, Any] = {"today": self.today, **args}

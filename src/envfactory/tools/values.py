@@ -28,6 +28,8 @@ def text_problem(text: str) -> str | None:
     """What makes ``text`` unusable (a NUL, a lone surrogate), or None."""
     if "\x00" in text:
         return "contains a NUL character"
+    if text.isascii():  # a flag CPython keeps: no surrogate to look for
+        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -42,7 +44,16 @@ def number_problem(value: int | float) -> str | None:
     return None if INT_MIN <= value <= INT_MAX else "is out of range (64-bit integers only)"
 
 
-def _path(path: str, key: Any) -> str:
+# Where a value sits: the top-level name, or (where its container sits, its key or index),
+# spelled out only when there is a problem to report.
+_Where = str | tuple[Any, Any]
+
+
+def _path(where: _Where) -> str:
+    if isinstance(where, str):
+        return where
+    parent, key = where
+    path = _path(parent)
     if isinstance(key, int):
         return f"{path}[{key}]"
     if key.isidentifier() and len(key) <= 40:
@@ -65,38 +76,39 @@ def value_problem(value: Any, name: str = "arguments") -> BadValue | None:
     are not spelled out.
     """
     size = 0
-    stack: list[tuple[Any, str, int, str | None]] = [(value, name, 0, None)]
+    stack: list[tuple[Any, _Where, int, str | None]] = [(value, name, 0, None)]
     while stack:
         v, where, depth, field = stack.pop()
         size += 1
-        if v is None or isinstance(v, bool):
-            continue
-        if isinstance(v, (int, float)):
-            problem = number_problem(v)
-        elif isinstance(v, str):
+        if isinstance(v, str):  # the common case first
             size += len(v)
             problem = text_problem(v)
+        elif v is None or isinstance(v, bool):
+            continue
+        elif isinstance(v, (int, float)):
+            problem = number_problem(v)
         elif isinstance(v, (list, dict)):
             if depth >= MAX_DEPTH:
-                return BadValue(where, f"is nested more than {MAX_DEPTH} levels deep", field)
+                bad = f"is nested more than {MAX_DEPTH} levels deep"
+                return BadValue(_path(where), bad, field)
             size += len(v)
             if size > MAX_CHARS:  # before its items are queued
                 return _too_large(name)
             problem = None
             if isinstance(v, list):
-                stack.extend((x, _path(where, i), depth + 1, field) for i, x in enumerate(v))
+                stack.extend(((x, (where, i), depth + 1, field) for i, x in enumerate(v)))
             else:
                 for key, x in v.items():
                     if not isinstance(key, str):
-                        return BadValue(where, "has a key that is not a string", field)
+                        return BadValue(_path(where), "has a key that is not a string", field)
                     if key_problem := text_problem(key):
-                        return BadValue(where, f"has a key that {key_problem}", field)
+                        return BadValue(_path(where), f"has a key that {key_problem}", field)
                     size += len(key)
-                    stack.append((x, _path(where, key), depth + 1, field if depth else key[:100]))
+                    stack.append((x, (where, key), depth + 1, field if depth else key[:100]))
         else:
             problem = f"is not a JSON value ({type(v).__name__})"
         if problem:
-            return BadValue(where, problem, field)
+            return BadValue(_path(where), problem, field)
         if size > MAX_CHARS:
             return _too_large(name)
     return None
