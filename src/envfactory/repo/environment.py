@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import random
+import shlex
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from envfactory.terminal.sandbox import Limits
 
 STARTER = 0
 DIFFICULTIES = [STARTER, 1, 2, 3, 4, 5]
+WRITE_MAX = TOOLS["write_file"][1]["content"].max_length or 0  # the most a gold write_file holds
 PERSONA = "You are a careful software engineer fixing a bug in a Python project."
 RULES = [
     "The project is in /work; pytest is installed (run `python3 -m pytest`). There is no network.",
@@ -54,6 +56,7 @@ class Bug(BaseModel):
     old: str  # the gold edit: ``old`` (unique in the file as the task starts) becomes ``new``
     new: str
     failing: dict[str, str]
+    qualname: str = ""  # the outermost function holding it ("" outside functions)
 
 
 class RepoHidden(HiddenTask):
@@ -312,11 +315,22 @@ class RepoEnvironment(Environment):
             own = set(verify(p, [[m]])[0]["failing"])
             failing = {t: msg for t, msg in verdict["failing"].items() if t in own}
             old, new = edits[m.id]
-            bugs.append(Bug(file=m.file, op=m.op, line=m.line, old=old, new=new, failing=failing))
+            bugs.append(
+                Bug(
+                    file=m.file,
+                    op=m.op,
+                    line=m.line,
+                    old=old,
+                    new=new,
+                    failing=failing,
+                    qualname=m.qualname or "",
+                )
+            )
         task_id = f"{self.id}/{split}/{difficulty}/{index}"
         rng = random.Random(stable_hash("repo-text", self.id, task_id))
         instruction, tools = _instruction(p, bugs, difficulty, rng)
-        gold = _gold(bugs, difficulty)
+        sources = {rel: text.decode("utf-8", "replace") for rel, text in texts.items()}
+        gold, needs = _gold(bugs, difficulty, sources)
         shape = [p.name, *(f"{b.op}:{b.file.rsplit('/', 1)[-1]}" for b in bugs)]
         public = PublicTask(
             task_id=task_id,
@@ -332,6 +346,7 @@ class RepoEnvironment(Environment):
             task_id=task_id,
             goals=[f"fix:{b.op}" for b in bugs],
             gold_plan=gold,
+            needs=needs,
             target=[],
             knobs={
                 "difficulty": difficulty,
@@ -579,18 +594,62 @@ def _instruction(
     return "\n\n".join(parts), list(TOOLS)
 
 
-def _gold(bugs: list[Bug], difficulty: int) -> list[PlanStep]:
-    def edit(b: Bug) -> PlanStep:
-        return PlanStep(tool="edit_file", arguments={"path": b.file, "old": b.old, "new": b.new})
-
+def _gold(
+    bugs: list[Bug], difficulty: int, sources: dict[str, str]
+) -> tuple[list[PlanStep], list[list[int]]]:
+    """The gold plan, and per step the earlier steps it needs (the noisy oracle's graded
+    slips): a repair needs the read that showed the file's text; where the issue does not
+    name the file (difficulty 2 and up), the read needs a search for the function; where it
+    does not name the failing test (3 and up), the search needs a run of the whole suite.
+    Several bugs in one file are repaired by writing the file whole (``sources``: the files'
+    text before the bugs) when it fits :data:`WRITE_MAX`, else one edit each."""
     if difficulty == STARTER:
-        return [edit(bugs[0])]
+        return [_edit(bugs[0])], [[]]
+    steps: list[PlanStep] = []
+    needs: list[list[int]] = []
+
+    def add(step: PlanStep, *on: int) -> int:
+        steps.append(step)
+        needs.append(list(on))
+        return len(steps) - 1
+
     tests = sorted({t.split("::", 1)[0] for b in bugs for t in b.failing})
-    run = PlanStep(
+    confirm = PlanStep(
         tool="run_command",
         arguments={"command": "python3 -m pytest -q -x " + " ".join(tests)},
     )
-    steps = [run]
-    for b in bugs:
-        steps += [PlanStep(tool="read_file", arguments={"path": b.file}), edit(b)]
-    return [*steps, run]
+    if difficulty >= 3:  # which tests fail is not said: run them all
+        found = [add(PlanStep(tool="run_command", arguments={"command": "python3 -m pytest -q"}))]
+    else:
+        add(confirm)
+        found = []
+    for file in sorted({b.file for b in bugs}):
+        own = [b for b in bugs if b.file == file]
+        located = [add(_search(own[0]), *found)] if difficulty >= 2 else []
+        read = add(PlanStep(tool="read_file", arguments={"path": file}), *located)
+        if len(own) > 1 and len(sources[file]) <= WRITE_MAX:
+            add(
+                PlanStep(tool="write_file", arguments={"path": file, "content": sources[file]}),
+                read,
+            )
+        else:
+            for b in own:
+                add(_edit(b), read)
+    add(confirm)
+    return steps, needs
+
+
+def _edit(b: Bug) -> PlanStep:
+    return PlanStep(tool="edit_file", arguments={"path": b.file, "old": b.old, "new": b.new})
+
+
+def _search(b: Bug) -> PlanStep:
+    """Where the function holding ``b`` is defined (a method: its class; code outside any
+    function: its text)."""
+    outer, _, method = b.qualname.partition(".")
+    if outer.isidentifier():
+        pattern = f"{'class' if method else 'def'} {outer}\\b"
+        command = f"grep -rnE {shlex.quote(pattern)} ."
+    else:
+        command = f"grep -rnF -- {shlex.quote(b.old.strip().splitlines()[0])} ."
+    return PlanStep(tool="run_command", arguments={"command": command})
