@@ -162,6 +162,8 @@ def test_cached_hash_and_reads_follow_every_write(
         assert store.state_hash() == hash_rows(dump)
         for k in (key, f"CUS-{n % 12 + 1:05d}"):
             assert store.raw("customers", k) == _sql_row(store, "customers", k)
+        for table, k in (("products", "PRD-00001"), ("returns", "RET-00001")):  # untouched
+            assert store.raw(table, k) == _sql_row(store, table, k)
         gold = "SELECT * FROM customers WHERE tier = 'gold' ORDER BY id"
         assert [tuple(r.values()) for r in store.rows("customers", {"tier": "gold"})] == [
             tuple(r) for r in store.conn.execute(gold)
@@ -202,6 +204,21 @@ def test_queries_over_untouched_tables_share_the_base_results(retail: Environmen
     store = Store(Base.build(base.tables, data))
     assert [r["phone"] for r in store.rows("customers", {"phone": 1})] == ["1"]
     assert store.rows("customers", {"phone": 1.0}) == []
+    store.close()
+
+
+def test_reads_of_untouched_tables_are_what_sqlite_stores(retail: Environment) -> None:
+    """A read of a table the store has not written comes from the base's rows, which hold
+    what SQLite gives back (a whole number in a REAL column is a float), not what was put."""
+    base = retail.world.base
+    data = {n: [t.to_row(v) for v in base.rows[n].values()] for n, t in base.tables.items()}
+    data["products"][0]["price"] = 40
+    store = Store(Base.build(base.tables, data))
+    key = data["products"][0]["id"]
+    row = store.raw("products", key)
+    assert row == _sql_row(store, "products", key)
+    assert row is not None and type(row[base.tables["products"].columns.index("price")]) is float
+    assert store.raw("products", "PRD-99999") is None
     store.close()
 
 

@@ -96,9 +96,9 @@ class Criterion(Node[E]):
             return None
         score = float(j.score)
         score = (1.0 if score > 1.0 else score) if score >= 0.0 else 0.0  # NaN and below: 0
-        weight = self.weight if j.active else 0.0
-        item = RubricItem(
-            name=self.name, kind=self.kind, weight=weight, score=score, reason=j.reason
+        weight = float(self.weight) if j.active else 0.0
+        item = RubricItem.model_construct(  # every field already checked: no validation
+            name=self.name, kind=self.kind, weight=weight, score=score, reason=str(j.reason)
         )
         tree = Explanation(
             name=self.name, op=self.kind, weight=weight, score=score, reason=j.reason

@@ -74,8 +74,9 @@ class Base:
         for name, table in tables.items():
             for stmt in table.ddl():
                 conn.execute(stmt)
-            stored = [table.to_tuple(r) for r in data[name]]
-            conn.executemany(table.insert, stored)
+            conn.executemany(table.insert, [table.to_tuple(r) for r in data[name]])
+            # as SQLite gives them back (a REAL column holds 5 as 5.0): reads may come from here
+            stored = conn.execute(f"SELECT {', '.join(table.columns)} FROM {name}").fetchall()
             rows[name] = {t[0]: t for t in stored}
         conn.commit()
         conn.execute("VACUUM")
@@ -90,8 +91,9 @@ class Store:
 
     Reads by id and row digests are cached per row and dropped whenever that row is written
     (or a transaction that wrote it rolls back), and the state hash is kept until the next
-    write: a step that writes one row re-reads and re-digests that row alone. A query over a
-    table the store has not touched reads the base's results (:class:`BaseQueries`).
+    write: a step that writes one row re-reads and re-digests that row alone. A read of a
+    table the store has not touched is the base's: a row by id from :attr:`Base.rows`, a
+    query's results from :class:`BaseQueries`.
     """
 
     __slots__ = (
@@ -195,10 +197,13 @@ class Store:
         return None if values is None else self.base.tables[table].to_row(values)
 
     def raw(self, table: str, key: str) -> tuple[Any, ...] | None:
-        """A row's stored tuple, read once until the row is next written."""
+        """A row's stored tuple: the base's while the store has not written its table, else
+        read once until the row is next written."""
         # Only string keys are cached: SQLite also matches the number 5 to the id "5".
         cached = type(key) is str
         if cached:
+            if table not in self.touched and self.conn is not _CLOSED:
+                return self.base.rows[table].get(key)  # the table is the base's
             values: tuple[Any, ...] | None = self._now.get((table, key), _UNREAD)
             if values is not _UNREAD:
                 return values

@@ -118,9 +118,13 @@ class Tau2Episode(DatabaseEpisode):
                 reason="the conversation ended" if ended else f"cut off: {ours.status}",
             )
         )
-        items += [
-            i.model_copy(
-                update={"kind": "score", "weight": 0.0, "reason": f"(not counted) {i.reason}"}
+        items += [  # RubricItem.model_construct: the fields are the checked items' own
+            RubricItem.model_construct(
+                name=i.name,
+                kind="score",
+                weight=0.0,
+                score=i.score,
+                reason=f"(not counted) {i.reason}",
             )
             for i in ours.items
         ]
