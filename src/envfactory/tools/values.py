@@ -96,7 +96,7 @@ def value_problem(value: Any, name: str = "arguments") -> BadValue | None:
                 return _too_large(name)
             problem = None
             if isinstance(v, list):
-                stack.extend(((x, (where, i), depth + 1, field) for i, x in enumerate(v)))
+                stack.extend((x, (where, i), depth + 1, field) for i, x in enumerate(v))
             else:
                 for key, x in v.items():
                     if not isinstance(key, str):
