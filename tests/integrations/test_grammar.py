@@ -11,7 +11,7 @@ import llguidance
 import pytest
 from test_cli import cli
 
-from envfactory.bench.calibration import REFUSED, single_agent_worlds
+from envfactory.bench.calibration import single_agent_worlds
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.grammar import reply_grammar
 from envfactory.integrations.constrained import grammar_tokenizer
@@ -19,6 +19,7 @@ from envfactory.integrations.local_model import TransformersPolicy
 from envfactory.registry import make
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
+from envfactory.tools.params import validate
 
 pytestmark = pytest.mark.integrations
 
@@ -82,10 +83,13 @@ def test_grammar_episodes_call_shown_tools_with_valid_arguments(
         assert action["type"] == "tool_call"
         task = make(rec.env_id).task("validation", 0, int(rec.task_id.rsplit("/", 1)[1]))
         assert action["tool"] in task.public.tools
-        # a finished call whose JSON was read has a known tool and well-typed arguments (a
-        # string value may hold "</tool_call>", which ends the block early when it is read)
+        # a finished call whose JSON was read has a known tool and arguments its schema takes
+        # (a string value may hold "</tool_call>", which ends the block early when it is
+        # read); a domain's own check may still refuse them, e.g. a phone number's layout
         if first.finish_reason == "stop" and isinstance(action["arguments"], dict):
-            assert rec.steps[0].error not in REFUSED
+            assert rec.steps[0].error != "unknown_tool"
+            params = make(rec.env_id).world.tools[action["tool"]].params
+            validate(action["tool"], params, action["arguments"])  # raises if not
 
 
 def test_train_writes_the_contract(tmp_path: Path) -> None:
