@@ -204,6 +204,17 @@ def test_calibration_cells_have_the_contract_keys_and_honest_intervals(
     assert Path(picture).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_calibration_takes_test_tasks_where_a_world_has_no_validation_split(
+    policy: TransformersPolicy,
+) -> None:
+    """tau2's fixed task list has train and test tasks only: its cell is measured on held-out
+    test tasks and says so, instead of coming back empty."""
+    (cell,) = calibrate(policy, ["tau2-retail"], tasks=1, max_turns=1)
+    assert (cell.env, cell.difficulty, cell.tasks, cell.split) == ("tau2-retail", 1, 1, "test")
+    (hotel,) = calibrate(policy, ["hotel"], tasks=1, difficulties=[0], max_turns=1)
+    assert hotel.split == "validation"
+
+
 def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -222,10 +233,11 @@ def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(
                "--out", str(kept), "--json")  # fmt: skip
     cells = json.loads(done.stdout)
     assert [(c["env"], c["difficulty"]) for c in cells] == [("hotel", 0), ("term-git", 0)]
-    assert cells[0] == planted
+    assert cells[0] == planted | {"split": "validation"}  # the split older files did not name
     assert cells[1]["tasks"] == 1 and cells[1]["tool_format"] == "grammar"
+    assert cells[1]["split"] == "validation"
     lines = [json.loads(line) for line in kept.read_text().splitlines()]
-    assert lines == cells
+    assert lines == [planted, cells[1]]
     # The file renders as the docs page's table and heat map.
     picture = tmp_path / "heat.png"
     calibration_main([str(kept), "--plot", str(picture)])

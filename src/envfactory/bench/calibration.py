@@ -18,6 +18,7 @@ from statistics import fmean
 
 from pydantic import BaseModel, Field
 
+from envfactory.env import Environment
 from envfactory.harness.config import HarnessConfig
 from envfactory.policies.base import RolloutPolicy
 from envfactory.registry import list_envs, make
@@ -51,6 +52,7 @@ class CalibrationCell(BaseModel):
     completion_tokens: int
     faults: int = Field(0, description="episodes not scored (infrastructure); not in success")
     tool_format: str = Field("text", description="how tool calls travelled (the harness's)")
+    split: str = Field("validation", description="the split the tasks came from")
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -89,7 +91,7 @@ class _Tally:
             elif kind == "message" and "<tool_call>" in str(step.action.get("content")):
                 self.attempted += 1  # a call the model meant to make, which did not parse
 
-    def cell(self, env: str, difficulty: int, tool_format: str) -> CalibrationCell:
+    def cell(self, env: str, difficulty: int, tool_format: str, split: str) -> CalibrationCell:
         n = len(self.rewards)
         wins = sum(r >= 1.0 for r in self.rewards)
         rate = (lambda k: round(k / self.attempted, 4)) if self.attempted else (lambda k: None)
@@ -108,6 +110,7 @@ class _Tally:
             completion_tokens=self.completion,
             faults=self.faults,
             tool_format=tool_format,
+            split=split,
         )
 
 
@@ -193,10 +196,11 @@ def _calibrate_world(
         for d in (difficulties or world.difficulties)
         if d in world.difficulties and (env, d) not in skip
     ]
+    splits = {d: split_for(world, split, d) for d in levels}
     refs = [
-        TaskRef(env, split, d, i)
+        TaskRef(env, splits[d], d, i)
         for d in levels
-        for i in range(min(tasks, world.capacity(split, d) or tasks))
+        for i in range(min(tasks, world.capacity(splits[d], d) or tasks))
     ]
     tallies: dict[int, _Tally] = defaultdict(_Tally)
 
@@ -214,8 +218,15 @@ def _calibrate_world(
     )
     engine.run_sync(refs)
     return [
-        tallies[d].cell(env, d, harness.tool_format) for d in sorted({r.difficulty for r in refs})
+        tallies[d].cell(env, d, harness.tool_format, splits[d])
+        for d in sorted({r.difficulty for r in refs})
     ]
+
+
+def split_for(world: Environment, split: Split, difficulty: int) -> Split:
+    """``split``, or the test split where the world has no ``split`` tasks at ``difficulty``
+    (a fixed task list such as tau2's has train and test only): held out either way."""
+    return "test" if split != "test" and world.capacity(split, difficulty) == 0 else split
 
 
 def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:
