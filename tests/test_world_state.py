@@ -181,6 +181,56 @@ def test_cached_hash_and_reads_follow_every_write(
     again.close()
 
 
+def _exact(values: tuple[Any, ...] | None) -> Any:
+    """A row compared by value and type (1 is not 1.0, -0.0 is not 0.0)."""
+    return values if values is None else [(type(v), repr(v)) for v in values]
+
+
+# Values of every kind a tool might write, into text, REAL and INTEGER columns alike.
+_ANY_VALUE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 2.0**53, 2.0**53 + 2, 1e300, 5.0]),
+    st.text(max_size=8),
+    st.sampled_from(["5", "5.0", " 7", "1e3", "-0", "0x10", "nan"]),
+)
+
+
+@budget(60, fixtures=True)
+@given(
+    writes=st.lists(
+        st.tuples(
+            st.sampled_from(["set_fields", "put", "insert"]),
+            st.sampled_from(["name", "price", "stock"]),
+            _ANY_VALUE,
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_a_written_row_reads_back_as_sqlite_stores_it(
+    retail: Environment, writes: list[tuple[str, str, Any]]
+) -> None:
+    """After a write, the store keeps the row's new value instead of reading it again only
+    where it knows SQLite's read-back: whatever was written (text in a number column, a
+    whole float in an integer one, NaN, -0.0), a read is exactly what SQLite returns."""
+    store = retail.world.new_store()
+    key = "PRD-00001"
+    original = store.get("products", key)
+    assert original is not None
+    for op, column, value in writes:
+        if op == "set_fields":
+            store.set_fields("products", key, {column: value})
+        elif op == "put":
+            store.put("products", key, {**original, column: value})
+        else:
+            key = store.insert("products", {**original, column: value})["id"]
+        assert _exact(store.raw("products", key)) == _exact(_sql_row(store, "products", key))
+    store.close()
+
+
 def test_queries_over_untouched_tables_share_the_base_results(retail: Environment) -> None:
     """A query over a table no write touched is run once per world; each caller gets its own
     rows, a write makes the writer's queries read SQLite again, and a parameter's type stays

@@ -97,7 +97,7 @@ class Criterion(Node[E]):
         score = float(j.score)
         score = (1.0 if score > 1.0 else score) if score >= 0.0 else 0.0  # NaN and below: 0
         weight = float(self.weight) if j.active else 0.0
-        item = RubricItem.model_construct(  # every field already checked: no validation
+        item = RubricItem(  # validated: pydantic's checks beat model_construct's Python loop
             name=self.name, kind=self.kind, weight=weight, score=score, reason=str(j.reason)
         )
         tree = Explanation(

@@ -91,7 +91,8 @@ class Store:
 
     Reads by id and row digests are cached per row and dropped whenever that row is written
     (or a transaction that wrote it rolls back), and the state hash is kept until the next
-    write: a step that writes one row re-reads and re-digests that row alone. A read of a
+    write: a step that writes one row re-digests that row alone, and re-reads it only where
+    SQLite's read-back of what was written is not certain (:meth:`Table.read_back`). A read of a
     table the store has not touched is the base's: a row by id from :attr:`Base.rows`, a
     query's results from :class:`BaseQueries`.
     """
@@ -168,10 +169,14 @@ class Store:
     def put(self, table: str, key: str, row: Row | None) -> None:
         """Make a row exactly ``row`` (or absent): how a task's setup is replayed."""
         t = self.base.tables[table]
+        absent = self._known(table, key) is None  # known to hold no row: nothing to delete
         self._writing(table, key)
-        self.conn.execute(t.delete, (key,))
-        if row is not None:
-            self.conn.execute(t.insert, t.to_tuple({**row, "id": key}))
+        if not absent:
+            self.conn.execute(t.delete, (key,))
+        values = None if row is None else t.to_tuple({**row, "id": key})
+        if values is not None:
+            self.conn.execute(t.insert, values)
+        self._wrote(t, key, values)
         prefix = f"{t.id_prefix}-"
         if key.startswith(prefix) and key[len(prefix) :].isdigit():
             self.next_ids[table] = max(self.next_ids[table], int(key[len(prefix) :]) + 1)
@@ -267,6 +272,23 @@ class Store:
         self._now.pop((table, key), None)
         self._now_digests.pop((table, key), None)
 
+    def _known(self, table: str, key: Any) -> Any:
+        """A row's stored tuple (or None) when known without SQL, else ``_UNREAD``."""
+        if type(key) is not str:
+            return _UNREAD
+        if table not in self.touched:
+            return self.base.rows[table].get(key)
+        return self._now.get((table, key), _UNREAD)
+
+    def _wrote(self, t: Table, key: Any, values: tuple[Any, ...] | None) -> None:
+        """Keep what a write left in a row (``values`` as written; None: no row), where
+        SQLite's read-back of it is certain (:meth:`Table.read_back`): it is not read again."""
+        if type(key) is not str:
+            return
+        back = None if values is None else t.read_back(values)
+        if values is None or back is not None:
+            self._now[(t.name, key)] = back
+
     def _forget(self) -> None:
         self._dirty = True
         self._hash = None
@@ -284,9 +306,11 @@ class Store:
         row: Row = {c: values.get(c) for c in t.columns}
         row["id"] = t.format_id(n)
         self._writing(table, row["id"])
-        self.conn.execute(t.insert, t.to_tuple(row))
+        stored = t.to_tuple(row)
+        self.conn.execute(t.insert, stored)
+        self._wrote(t, row["id"], stored)
         self._touch(table, row["id"])
-        return t.to_row(t.to_tuple(row))
+        return t.to_row(stored)
 
     def update(self, table: str, key: str, changes: Mapping[str, Any]) -> Row:
         """Set these columns of one row, and read it back."""
@@ -303,15 +327,23 @@ class Store:
                 raise KeyError(f"{table} has no writable field {c!r}")
         sets = ", ".join(f"{c} = ?" for c in changes)
         vals = [int(v) if isinstance(v, bool) else v for v in changes.values()]
+        old = self._known(table, key)
         self._writing(table, key)
         cur = self.conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*vals, key))
         if cur.rowcount == 0:
             raise KeyError(f"{table} has no row {key!r}")
+        if old is not _UNREAD and old is not None:
+            new = list(old)
+            for c, v in zip(changes, vals, strict=True):
+                new[t.positions[c]] = v
+            self._wrote(t, key, tuple(new))
         self._touch(table, key)
 
     def delete(self, table: str, key: str) -> None:
+        t = self.base.tables[table]
         self._writing(table, key)
-        self.conn.execute(self.base.tables[table].delete, (key,))
+        self.conn.execute(t.delete, (key,))
+        self._wrote(t, key, None)
         self._touch(table, key)
 
     def transaction(self) -> _Transaction:

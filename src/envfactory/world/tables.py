@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,34 @@ _SQL_TYPES = {
     "ref": "TEXT",
 }
 
+# The Python type SQLite gives back from a column of each type.
+_READ_AS = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": int,
+    "date": str,
+    "ref": str,
+}
+UNSURE: Any = object()  # a value whose read-back only SQLite can tell
+
 Row = dict[str, Any]
+
+
+def read_back(kind: type, value: Any) -> Any:
+    """What SQLite gives back for ``value`` stored in a column read as ``kind``, or
+    :data:`UNSURE` where its type affinity converts in ways not worth predicting (text in a
+    number column, a number in a text one, a float in an integer one, NaN, infinities).
+    A whole number in a REAL column comes back a float, and -0.0 as 0.0."""
+    if value is None:
+        return None
+    if type(value) is kind:
+        if type(value) is float:
+            return value + 0.0 if math.isfinite(value) else UNSURE
+        return value
+    if kind is float and type(value) is int and -(2**53) <= value <= 2**53:
+        return float(value)
+    return UNSURE
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +60,8 @@ class Table:
     bool_positions: tuple[int, ...]
     refs: dict[str, str]  # ref field -> entity
     indexed: tuple[str, ...]
+    positions: dict[str, int] = field(init=False)  # column -> its place in a stored tuple
+    read_as: tuple[type, ...] = field(init=False)  # each column's Python type read back
     select_by_id: str = field(init=False)
     insert: str = field(init=False)
     delete: str = field(init=False)
@@ -42,6 +72,8 @@ class Table:
         object.__setattr__(self, "select_by_id", f"SELECT {cols} FROM {self.name} WHERE id = ?")
         object.__setattr__(self, "insert", f"INSERT INTO {self.name} ({cols}) VALUES ({marks})")
         object.__setattr__(self, "delete", f"DELETE FROM {self.name} WHERE id = ?")
+        object.__setattr__(self, "positions", {c: i for i, c in enumerate(self.columns)})
+        object.__setattr__(self, "read_as", tuple(_READ_AS[self.types[c]] for c in self.columns))
 
     @classmethod
     def from_entity(cls, name: str, entity: EntitySpec) -> Table:
@@ -85,6 +117,12 @@ class Table:
             v = row.get(c)
             out.append(int(v) if isinstance(v, bool) else v)
         return tuple(out)
+
+    def read_back(self, values: Sequence[Any]) -> tuple[Any, ...] | None:
+        """A stored tuple as SQLite gives it back, or None where that needs SQLite
+        (:func:`read_back`)."""
+        out = tuple(map(read_back, self.read_as, values))
+        return None if UNSURE in out else out
 
     def format_id(self, n: int) -> str:
         return f"{self.id_prefix}-{n:05d}"

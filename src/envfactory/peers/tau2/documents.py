@@ -13,6 +13,7 @@ the same state has the same rows whatever order the tools ran in.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from envfactory.world.tables import Row
@@ -42,7 +43,7 @@ class DocumentError(ValueError):
     """A record of the data does not have the shape tau2's data model gives it."""
 
 
-_COMPACT = json.JSONEncoder(separators=(",", ":"))
+_COMPACT = json.JSONEncoder(separators=(",", ":"), check_circular=False)  # trees only
 
 
 def _text(value: Any) -> str | None:
@@ -89,29 +90,24 @@ def user_rows(user: Doc, position: int, tables: tuple[str, ...] = USER_TABLES) -
             **{k: user["address"][k] for k in ADDRESS},
         }
         out["users"] = [row]
-    if "payment_methods" in tables:
-        out["payment_methods"] = _payment_method_rows(uid, user["payment_methods"])
+    _part_rows(out, uid, user, USER_PARTS, tables)
     return out
 
 
-def _payment_method_rows(uid: str, methods: Doc) -> list[Row]:
-    out = []
-    for i, (key, pm) in enumerate(methods.items()):
-        source = pm.get("source")
-        if source not in PAYMENT_KEYS or set(pm) != set(PAYMENT_KEYS[source]) or pm["id"] != key:
-            raise DocumentError(f"user {uid}: payment method {key!r} has an unknown shape")
-        out.append(
-            {
-                "id": key,
-                "user_id": uid,
-                "position": i,
-                "source": source,
-                "brand": pm.get("brand"),
-                "last_four": pm.get("last_four"),
-                "balance": None if pm.get("balance") is None else float(pm["balance"]),
-            }
-        )
-    return out
+def payment_method_row(uid: str, i: int, entry: tuple[str, Doc]) -> Row:
+    key, pm = entry
+    source = pm.get("source")
+    if source not in PAYMENT_KEYS or set(pm) != set(PAYMENT_KEYS[source]) or pm["id"] != key:
+        raise DocumentError(f"user {uid}: payment method {key!r} has an unknown shape")
+    return {
+        "id": key,
+        "user_id": uid,
+        "position": i,
+        "source": source,
+        "brand": pm.get("brand"),
+        "last_four": pm.get("last_four"),
+        "balance": None if pm.get("balance") is None else float(pm["balance"]),
+    }
 
 
 def product_rows(product: Doc, position: int) -> Rows:
@@ -151,38 +147,58 @@ def order_rows(order: Doc, user_position: int, tables: tuple[str, ...] = ORDER_T
         if row["exchange_price_difference"] is not None:
             row["exchange_price_difference"] = float(row["exchange_price_difference"])
         out["orders"] = [row]
-    if "order_items" in tables:
-        out["order_items"] = [
-            {
-                **_order_child(oid, "item", i),
-                "name": it["name"],
-                "product_id": it["product_id"],
-                "item_id": it["item_id"],
-                "price": float(it["price"]),
-                "options": _text(it["options"]),
-            }
-            for i, it in enumerate(order["items"])
-        ]
-    if "fulfillments" in tables:
-        out["fulfillments"] = [
-            {
-                **_order_child(oid, "fulfillment", i),
-                "tracking_ids": _text(f["tracking_id"]),
-                "item_ids": _text(f["item_ids"]),
-            }
-            for i, f in enumerate(order["fulfillments"])
-        ]
-    if "payment_history" in tables:
-        out["payment_history"] = [
-            {
-                **_order_child(oid, "payment", i),
-                "transaction_type": p["transaction_type"],
-                "amount": float(p["amount"]),
-                "payment_method_id": p["payment_method_id"],
-            }
-            for i, p in enumerate(order["payment_history"])
-        ]
+    _part_rows(out, oid, order, ORDER_PARTS, tables)
     return out
+
+
+def item_row(oid: str, i: int, it: Doc) -> Row:
+    return {
+        **_order_child(oid, "item", i),
+        "name": it["name"],
+        "product_id": it["product_id"],
+        "item_id": it["item_id"],
+        "price": float(it["price"]),
+        "options": _text(it["options"]),
+    }
+
+
+def fulfillment_row(oid: str, i: int, f: Doc) -> Row:
+    return {
+        **_order_child(oid, "fulfillment", i),
+        "tracking_ids": _text(f["tracking_id"]),
+        "item_ids": _text(f["item_ids"]),
+    }
+
+
+def payment_row(oid: str, i: int, p: Doc) -> Row:
+    return {
+        **_order_child(oid, "payment", i),
+        "transaction_type": p["transaction_type"],
+        "amount": float(p["amount"]),
+        "payment_method_id": p["payment_method_id"],
+    }
+
+
+# A record's lists kept as child rows: table -> (the record's field, one element's row, made
+# from the record's id, the element's position and the element).
+Parts = dict[str, tuple[str, Callable[[str, int, Any], Row]]]
+USER_PARTS: Parts = {"payment_methods": ("payment_methods", payment_method_row)}
+ORDER_PARTS: Parts = {
+    "order_items": ("items", item_row),
+    "fulfillments": ("fulfillments", fulfillment_row),
+    "payment_history": ("payment_history", payment_row),
+}
+
+
+def elements(value: list[Any] | Doc) -> list[Any]:
+    """A record's list as its rows hold it, in order: a dict's (key, value) pairs."""
+    return list(value.items()) if isinstance(value, dict) else value
+
+
+def _part_rows(out: Rows, parent: str, doc: Doc, parts: Parts, tables: tuple[str, ...]) -> None:
+    for table, (field, row) in parts.items():
+        if table in tables:
+            out[table] = [row(parent, i, e) for i, e in enumerate(elements(doc[field]))]
 
 
 def database_rows(db: Doc) -> Rows:

@@ -118,8 +118,8 @@ class Tau2Episode(DatabaseEpisode):
                 reason="the conversation ended" if ended else f"cut off: {ours.status}",
             )
         )
-        items += [  # RubricItem.model_construct: the fields are the checked items' own
-            RubricItem.model_construct(
+        items += [
+            RubricItem(
                 name=i.name,
                 kind="score",
                 weight=0.0,

@@ -17,13 +17,17 @@ from __future__ import annotations
 import json
 import marshal
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from envfactory.peers.tau2.documents import (
+    ORDER_PARTS,
+    USER_PARTS,
     Doc,
+    Parts,
     Rows,
+    elements,
     order_doc,
     order_rows,
     product_doc,
@@ -34,7 +38,7 @@ from envfactory.peers.tau2.documents import (
 from envfactory.world.store import Base, Store
 
 # A tool result as the episode sends it (DatabaseEpisode's serialisation).
-RESULT_JSON = json.JSONEncoder(default=str, separators=(",", ":"))
+RESULT_JSON = json.JSONEncoder(default=str, separators=(",", ":"), check_circular=False)  # trees
 
 
 class Documents(Protocol):
@@ -197,12 +201,13 @@ def _write(store: Store, read: Rows, now: Rows) -> None:
 @dataclass(frozen=True, slots=True)
 class Record:
     """A record of the base state: the document (marshalled: loading it is a fresh deep
-    copy), its JSON text as a tool result, the rows it was read from (marshalled), its place
-    in its list, and the document itself, never handed out (to tell a changed copy)."""
+    copy), its JSON text as a tool result, the rows it was read from (by table, in position
+    order; never changed), its place in its list, and the document itself, never handed out
+    (to tell a changed copy)."""
 
     frozen: bytes
     text: str
-    rows: dict[str, bytes]
+    rows: Rows
     position: int
     pristine: Doc
 
@@ -210,14 +215,10 @@ class Record:
         loaded: Doc = marshal.loads(self.frozen)
         return loaded
 
-    def read(self, tables: Iterable[str]) -> Rows:
-        return {t: marshal.loads(self.rows[t]) for t in tables}
-
 
 def _record(doc: Doc, rows: Rows, position: int) -> Record:
     """``doc`` becomes the record's pristine copy: the caller hands it out no more."""
-    frozen, text = marshal.dumps(doc), RESULT_JSON.encode(doc)
-    return Record(frozen, text, {t: marshal.dumps(r) for t, r in rows.items()}, position, doc)
+    return Record(marshal.dumps(doc), RESULT_JSON.encode(doc), rows, position, doc)
 
 
 class BaseDocuments:
@@ -399,29 +400,37 @@ class CachedDocuments(SqlDocuments):
             if record is None:
                 _write(self.store, read, user_rows(doc, position))
             elif doc != record.pristine:
-                tables = _changed(doc, record.pristine, "user_id", "users", _USER_PARTS)
-                _write(self.store, record.read(tables), user_rows(doc, position, tables))
+                own = user_rows(doc, position, ("users",))
+                _write(self.store, *_changed(doc, record, "user_id", own, USER_PARTS))
         for doc, read, position in self._orders.values():
             record = clean.get(id(doc))
             if record is None:
                 _write(self.store, read, order_rows(doc, position))
             elif doc != record.pristine:
-                tables = _changed(doc, record.pristine, "order_id", "orders", _ORDER_PARTS)
-                _write(self.store, record.read(tables), order_rows(doc, position, tables))
+                own = order_rows(doc, position, ("orders",))
+                _write(self.store, *_changed(doc, record, "order_id", own, ORDER_PARTS))
 
 
-# The tables of a record's lists (a record's own row takes the rest of it).
-_USER_PARTS = {"payment_methods": "payment_methods"}
-_ORDER_PARTS = {
-    "order_items": "items",
-    "fulfillments": "fulfillments",
-    "payment_history": "payment_history",
-}
-
-
-def _changed(doc: Doc, pristine: Doc, key: str, own: str, parts: dict[str, str]) -> tuple[str, ...]:
-    """The tables whose rows a changed record needs rebuilt: its own row's (``own``) always,
-    a list's when the list changed, and all of them when the record's id (``key``) changed."""
-    if doc[key] != pristine[key]:
-        return (own, *parts)
-    return (own, *(t for t, field in parts.items() if doc[field] != pristine[field]))
+def _changed(doc: Doc, record: Record, key: str, own: Rows, parts: Parts) -> tuple[Rows, Rows]:
+    """The rows a changed clean record was read from and the rows it needs now, for its own
+    row (``own``, built) and the elements of its lists that moved, changed, came or went;
+    every row when its id (``key``) changed."""
+    pristine, parent = record.pristine, doc[key]
+    if parent != pristine[key]:
+        now = dict(own)
+        for table, (field, row) in parts.items():
+            now[table] = [row(parent, i, e) for i, e in enumerate(elements(doc[field]))]
+        return record.rows, now
+    read, now = {t: record.rows[t] for t in own}, dict(own)
+    for table, (field, row) in parts.items():
+        if doc[field] == pristine[field]:
+            continue
+        old, new, rows = elements(pristine[field]), elements(doc[field]), record.rows[table]
+        differ = [
+            i
+            for i in range(max(len(old), len(new)))
+            if i >= len(old) or i >= len(new) or old[i] != new[i]
+        ]
+        read[table] = [rows[i] for i in differ if i < len(old)]
+        now[table] = [row(parent, i, new[i]) for i in differ if i < len(new)]
+    return read, now
