@@ -107,7 +107,8 @@ def test_incremental_hash_equals_full_hash(retail: Environment, ops: list[tuple[
 
 
 def _sql_row(store: Store, table: str, key: str) -> tuple[Any, ...] | None:
-    """A row read straight from SQLite, past the store's caches."""
+    """A row read straight from SQLite, past the store's caches (its pending writes made)."""
+    store.sync()
     t = store.base.tables[table]
     found = store.conn.execute(t.select_by_id, (key,)).fetchall()
     return tuple(found[0]) if found else None
@@ -165,6 +166,7 @@ def test_cached_hash_and_reads_follow_every_write(
         for table, k in (("products", "PRD-00001"), ("returns", "RET-00001")):  # untouched
             assert store.raw(table, k) == _sql_row(store, table, k)
         gold = "SELECT * FROM customers WHERE tier = 'gold' ORDER BY id"
+        store.sync()
         assert [tuple(r.values()) for r in store.rows("customers", {"tier": "gold"})] == [
             tuple(r) for r in store.conn.execute(gold)
         ]
@@ -213,21 +215,82 @@ _ANY_VALUE = st.one_of(
 def test_a_written_row_reads_back_as_sqlite_stores_it(
     retail: Environment, writes: list[tuple[str, str, Any]]
 ) -> None:
-    """After a write, the store keeps the row's new value instead of reading it again only
-    where it knows SQLite's read-back: whatever was written (text in a number column, a
-    whole float in an integer one, NaN, -0.0), a read is exactly what SQLite returns."""
+    """A write the store keeps in Python (pending) reads back as SQLite would have stored it:
+    whatever was written (text in a number column, a whole float in an integer one, NaN,
+    -0.0), a read is exactly what a plain SQLite table given the same statements returns,
+    before and after the pending rows reach the store's own database."""
     store = retail.world.new_store()
+    t = store.base.tables["products"]
+    plain = sqlite3.connect(":memory:")
+    for stmt in t.ddl():
+        plain.execute(stmt)
     key = "PRD-00001"
     original = store.get("products", key)
     assert original is not None
+    plain.execute(t.insert, t.to_tuple(original))
     for op, column, value in writes:
+        stored = int(value) if isinstance(value, bool) else value
         if op == "set_fields":
             store.set_fields("products", key, {column: value})
+            plain.execute(f"UPDATE products SET {column} = ? WHERE id = ?", (stored, key))
         elif op == "put":
             store.put("products", key, {**original, column: value})
+            plain.execute(t.delete, (key,))
+            plain.execute(t.insert, t.to_tuple({**original, column: value, "id": key}))
         else:
             key = store.insert("products", {**original, column: value})["id"]
-        assert _exact(store.raw("products", key)) == _exact(_sql_row(store, "products", key))
+            plain.execute(t.insert, t.to_tuple({**original, column: value, "id": key}))
+        want = _exact(plain.execute(t.select_by_id, (key,)).fetchone())
+        assert _exact(store.raw("products", key)) == want
+        assert _exact(_sql_row(store, "products", key)) == want
+    store.close()
+
+
+def test_writes_read_back_by_id_never_reach_sqlite(retail: Environment) -> None:
+    """Writes whose read-back is certain stay in Python until SQL must see them: reads,
+    the hash and the diff do not write SQLite; a query over the table does."""
+    store = retail.world.new_store()
+    before = store.conn.total_changes
+    store.update("customers", "CUS-00001", {"tier": "gold"})
+    store.insert("returns", {"reason": "late", "status": "requested"})
+    store.delete("customers", "CUS-00002")
+    assert store.get("customers", "CUS-00001")["tier"] == "gold"  # type: ignore[index]
+    assert store.get("customers", "CUS-00002") is None
+    assert {(c.table, c.key) for c in store.changes()} == {
+        ("customers", "CUS-00001"),
+        ("customers", "CUS-00002"),
+        ("returns", f"RET-{len(store.base.rows['returns']) + 1:05d}"),
+    }
+    store.state_hash()
+    assert store.conn.total_changes == before
+    gold = {r["id"] for r in store.rows("customers", {"tier": "gold"})}
+    assert "CUS-00001" in gold and store.conn.total_changes > before
+    assert store.state_hash() == hash_rows(store.dump())
+    store.close()
+
+
+def test_a_rolled_back_transaction_keeps_the_writes_made_before_it(
+    retail: Environment,
+) -> None:
+    """Pending writes made before a transaction survive its rollback, even when a query
+    inside it wrote them to SQLite; the transaction's own writes (a nested one's too) are
+    gone, whether read by id or by a query."""
+    store = retail.world.new_store()
+    store.update("customers", "CUS-00001", {"tier": "rolled-back-test"})
+    with contextlib.suppress(sqlite3.Error), store.transaction():
+        store.update("customers", "CUS-00003", {"tier": "rolled-back-test"})
+        with store.transaction():
+            store.update("customers", "CUS-00004", {"city": "Inner"})
+        store.rows("customers", {"tier": "rolled-back-test"})  # pending rows reach SQLite
+        raise sqlite3.Error("boom")
+    keys = ("CUS-00001", "CUS-00003", "CUS-00004")
+    t, base = store.base.tables["customers"], store.base.rows["customers"]
+    want = {k: t.to_row(base[k]) for k in keys}
+    want["CUS-00001"]["tier"] = "rolled-back-test"
+    assert {k: store.get("customers", k) for k in keys} == want
+    assert {r["id"]: r for r in store.rows("customers") if r["id"] in keys} == want
+    assert store.state_hash() == hash_rows(store.dump())
+    assert {(c.table, c.key) for c in store.changes()} == {("customers", "CUS-00001")}
     store.close()
 
 

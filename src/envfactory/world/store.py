@@ -91,10 +91,15 @@ class Store:
 
     Reads by id and row digests are cached per row and dropped whenever that row is written
     (or a transaction that wrote it rolls back), and the state hash is kept until the next
-    write: a step that writes one row re-digests that row alone, and re-reads it only where
-    SQLite's read-back of what was written is not certain (:meth:`Table.read_back`). A read of a
-    table the store has not touched is the base's: a row by id from :attr:`Base.rows`, a
-    query's results from :class:`BaseQueries`.
+    write: a step that writes one row re-digests that row alone. A read of a table the store
+    has not touched is the base's: a row by id from :attr:`Base.rows`, a query's results from
+    :class:`BaseQueries`.
+
+    A write whose result is known without SQLite (the row's value before it is known, and
+    SQLite's read-back of what is written is certain: :meth:`Table.read_back`) is kept in
+    Python, *pending*, and reaches SQLite only when SQL must see it: a query over its table,
+    a write that needs SQLite, :meth:`dump`. An episode whose writes are all read back by id
+    (and hashed, and diffed) never writes SQLite, and its reset has nothing to roll back.
     """
 
     __slots__ = (
@@ -103,6 +108,9 @@ class Store:
         "_hash",
         "_now",
         "_now_digests",
+        "_pending",
+        "_savepoints",
+        "_wild",
         "base",
         "conn",
         "journal",
@@ -128,6 +136,9 @@ class Store:
         self.next_ids: dict[str, int] = {}
         self._digests: dict[tuple[str, str], int] = {}  # base rows' digests
         self._now: dict[tuple[str, str], tuple[Any, ...] | None] = {}  # current rows read
+        # Rows written but not yet in SQLite (each also in _now, with the same value).
+        self._pending: dict[tuple[str, str], tuple[Any, ...] | None] = {}
+        self._savepoints: list[bool] = []  # open transactions: has each its SQL savepoint?
         self._now_digests: dict[tuple[str, str], int] = {}  # current touched rows' digests
         self._hash: int | None = None
         self._dirty = fresh
@@ -150,8 +161,10 @@ class Store:
                 self.conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
             self.conn.execute("BEGIN")
             self._dirty = False
-            self._now = {}
-            self._now_digests = {}
+        self._pending = {}
+        self._now = {}
+        self._now_digests = {}
+        self._wild = False  # a write had a key that is not text
         self._hash = None
         self.touched = {}
         self.journal = []
@@ -169,14 +182,13 @@ class Store:
     def put(self, table: str, key: str, row: Row | None) -> None:
         """Make a row exactly ``row`` (or absent): how a task's setup is replayed."""
         t = self.base.tables[table]
-        absent = self._known(table, key) is None  # known to hold no row: nothing to delete
-        self._writing(table, key)
-        if not absent:
-            self.conn.execute(t.delete, (key,))
         values = None if row is None else t.to_tuple({**row, "id": key})
-        if values is not None:
-            self.conn.execute(t.insert, values)
-        self._wrote(t, key, values)
+        if not self._defer(t, key, values):
+            self._sql_write()
+            self._writing(table, key)
+            self.conn.execute(t.delete, (key,))
+            if values is not None:
+                self.conn.execute(t.insert, values)
         prefix = f"{t.id_prefix}-"
         if key.startswith(prefix) and key[len(prefix) :].isdigit():
             self.next_ids[table] = max(self.next_ids[table], int(key[len(prefix) :]) + 1)
@@ -185,6 +197,7 @@ class Store:
     def close(self) -> None:
         """Give the connection back (to the world's idle ones, or closed); idempotent."""
         conn, self.conn = self.conn, _CLOSED
+        self._pending = {}
         if conn is _CLOSED:
             return
         keep = max(8, _IDLE_BYTES // max(1, len(self.base.snapshot)))
@@ -202,22 +215,18 @@ class Store:
         return None if values is None else self.base.tables[table].to_row(values)
 
     def raw(self, table: str, key: str) -> tuple[Any, ...] | None:
-        """A row's stored tuple: the base's while the store has not written its table, else
-        read once until the row is next written."""
-        # Only string keys are cached: SQLite also matches the number 5 to the id "5".
-        cached = type(key) is str
-        if cached:
-            if table not in self.touched and self.conn is not _CLOSED:
-                return self.base.rows[table].get(key)  # the table is the base's
-            values: tuple[Any, ...] | None = self._now.get((table, key), _UNREAD)
-            if values is not _UNREAD:
-                return values
+        """A row's stored tuple: the base's while the store has not written it, else read
+        once until the row is next written."""
+        if self.conn is not _CLOSED:
+            known: tuple[Any, ...] | None = self._known(table, key)
+            if known is not _UNREAD:
+                return known
         t = self.base.tables[table]
         # fetchall, not fetchone: a half-read statement keeps a read transaction open, and a
         # later deserialize() under it leaves the connection with an empty database.
         found = self.conn.execute(t.select_by_id, (key,)).fetchall()
         values = tuple(found[0]) if found else None
-        if cached:
+        if type(key) is str:
             self._now[(table, key)] = values
         return values
 
@@ -256,43 +265,78 @@ class Store:
         if limit is not None:
             sql.append(f"LIMIT {int(limit)}")
         if table in self.touched or self.conn is _CLOSED:  # the table may not be the base's
+            self.sync()
             return [t.to_row(r) for r in self.conn.execute(" ".join(sql), params)]
         return [r.copy() for r in self.base.queries.run(self.conn, t, " ".join(sql), params)]
 
     # -- writes ------------------------------------------------------------------------------
 
     def _writing(self, table: str, key: Any) -> None:
-        """Forget what is cached about a row about to be written (before the write: a write
+        """Forget what is cached about a row SQL is about to write (before the write: a write
         that fails half-way may still have changed it)."""
         if type(key) is not str:  # SQLite may match it to a string id: forget every row
+            self._wild = True
             self._forget()
             return
-        self._dirty = True
         self._hash = None
         self._now.pop((table, key), None)
         self._now_digests.pop((table, key), None)
 
+    def _sql_write(self) -> None:
+        """Before a write through SQL: the open transactions' savepoints, the pending rows."""
+        self._open_savepoints()
+        self.sync()
+        self._dirty = True
+
+    def _open_savepoints(self) -> None:
+        for i, opened in enumerate(self._savepoints):
+            if not opened:
+                self.conn.execute("SAVEPOINT tool")
+                self._savepoints[i] = True
+
+    def sync(self) -> None:
+        """Write the pending rows to SQLite (they stay cached)."""
+        if not self._pending:
+            return
+        self._open_savepoints()
+        self._dirty = True
+        tables = self.base.tables
+        for (table, key), values in self._pending.items():
+            t = tables[table]
+            self.conn.execute(t.delete, (key,))
+            if values is not None:
+                self.conn.execute(t.insert, values)
+        self._pending = {}
+
     def _known(self, table: str, key: Any) -> Any:
-        """A row's stored tuple (or None) when known without SQL, else ``_UNREAD``."""
+        """A row's stored tuple (or None) when known without SQL, else ``_UNREAD``: the
+        base's for a row never written (the store knows every row it wrote, unless a write
+        had a key that is not text: SQLite matches the number 5 to the id "5"), else the
+        cached one."""
         if type(key) is not str:
             return _UNREAD
-        if table not in self.touched:
+        written = self.touched.get(table)
+        if written is None or (key not in written and not self._wild):
             return self.base.rows[table].get(key)
         return self._now.get((table, key), _UNREAD)
 
-    def _wrote(self, t: Table, key: Any, values: tuple[Any, ...] | None) -> None:
-        """Keep what a write left in a row (``values`` as written; None: no row), where
-        SQLite's read-back of it is certain (:meth:`Table.read_back`): it is not read again."""
-        if type(key) is not str:
-            return
+    def _defer(self, t: Table, key: Any, values: tuple[Any, ...] | None) -> bool:
+        """Keep a write of ``values`` (None: no row) to row ``key`` pending, where SQLite's
+        read-back of it is certain; False when it must go through SQL."""
+        if type(key) is not str or self.conn is _CLOSED:
+            return False
         back = None if values is None else t.read_back(values)
-        if values is None or back is not None:
-            self._now[(t.name, key)] = back
+        if values is not None and back is None:
+            return False
+        ck = (t.name, key)
+        self._hash = None
+        self._now_digests.pop(ck, None)
+        self._now[ck] = self._pending[ck] = back
+        return True
 
     def _forget(self) -> None:
-        self._dirty = True
         self._hash = None
-        self._now.clear()
+        self._now = dict(self._pending)
         self._now_digests.clear()
 
     def _touch(self, table: str, key: str) -> None:
@@ -305,10 +349,12 @@ class Store:
         self.next_ids[table] = n + 1
         row: Row = {c: values.get(c) for c in t.columns}
         row["id"] = t.format_id(n)
-        self._writing(table, row["id"])
         stored = t.to_tuple(row)
-        self.conn.execute(t.insert, stored)
-        self._wrote(t, row["id"], stored)
+        # pending only where the id is known to be free (SQLite refuses a taken one)
+        if self._known(table, row["id"]) is not None or not self._defer(t, row["id"], stored):
+            self._sql_write()
+            self._writing(table, row["id"])
+            self.conn.execute(t.insert, stored)
         self._touch(table, row["id"])
         return t.to_row(stored)
 
@@ -328,22 +374,28 @@ class Store:
         sets = ", ".join(f"{c} = ?" for c in changes)
         vals = [int(v) if isinstance(v, bool) else v for v in changes.values()]
         old = self._known(table, key)
+        if old is None:
+            raise KeyError(f"{table} has no row {key!r}")
+        if old is not _UNREAD:
+            new = list(old)
+            for c, v in zip(changes, vals, strict=True):
+                new[t.positions[c]] = v
+            if self._defer(t, key, tuple(new)):
+                self._touch(table, key)
+                return
+        self._sql_write()
         self._writing(table, key)
         cur = self.conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*vals, key))
         if cur.rowcount == 0:
             raise KeyError(f"{table} has no row {key!r}")
-        if old is not _UNREAD and old is not None:
-            new = list(old)
-            for c, v in zip(changes, vals, strict=True):
-                new[t.positions[c]] = v
-            self._wrote(t, key, tuple(new))
         self._touch(table, key)
 
     def delete(self, table: str, key: str) -> None:
         t = self.base.tables[table]
-        self._writing(table, key)
-        self.conn.execute(t.delete, (key,))
-        self._wrote(t, key, None)
+        if not self._defer(t, key, None):
+            self._sql_write()
+            self._writing(table, key)
+            self.conn.execute(t.delete, (key,))
         self._touch(table, key)
 
     def transaction(self) -> _Transaction:
@@ -413,6 +465,7 @@ class Store:
 
     def dump(self) -> dict[str, dict[str, tuple[Any, ...]]]:
         """Every row of the current state (slow: for tests and full-hash checks)."""
+        self.sync()
         out: dict[str, dict[str, tuple[Any, ...]]] = {}
         for name, t in self.base.tables.items():
             cur = self.conn.execute(f"SELECT {', '.join(t.columns)} FROM {name}")
@@ -421,29 +474,33 @@ class Store:
 
 
 class _Transaction:
+    """All-or-nothing writes. The SQL savepoint is opened only when a write inside reaches
+    SQLite (:meth:`Store._savepoints`): writes kept pending roll back in Python."""
+
     __slots__ = ("saved", "store")
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.saved: (
-            tuple[dict[str, set[str]], dict[str, int], int, dict[tuple[str, str], Any]] | None
-        ) = None
+        self.saved: tuple[Any, ...] | None = None
 
     def __enter__(self) -> Store:
         s = self.store
         touched = {k: set(v) for k, v in s.touched.items()}
-        self.saved = (touched, dict(s.next_ids), len(s.journal), dict(s.start))
-        s.conn.execute("SAVEPOINT tool")
+        self.saved = (touched, dict(s.next_ids), len(s.journal), dict(s.start), dict(s._pending))
+        s._savepoints.append(False)
         return s
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         s = self.store
+        opened = s._savepoints.pop()
         if exc_type is None:
-            s.conn.execute("RELEASE tool")
+            if opened:
+                s.conn.execute("RELEASE tool")
             return
-        s.conn.execute("ROLLBACK TO tool")
-        s.conn.execute("RELEASE tool")
+        if opened:
+            s.conn.execute("ROLLBACK TO tool")
+            s.conn.execute("RELEASE tool")
         assert self.saved is not None
-        s.touched, s.next_ids, mark, s.start = self.saved
+        s.touched, s.next_ids, mark, s.start, s._pending = self.saved
         del s.journal[mark:]
         s._forget()  # the rollback restored rows, some perhaps never journaled
