@@ -13,7 +13,7 @@ the same state has the same rows whatever order the tools ran in.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from envfactory.world.tables import Row
@@ -90,7 +90,7 @@ def user_rows(user: Doc, position: int, tables: tuple[str, ...] = USER_TABLES) -
             **{k: user["address"][k] for k in ADDRESS},
         }
         out["users"] = [row]
-    _part_rows(out, uid, user, USER_PARTS, tables)
+    out |= part_rows(uid, user, USER_PARTS, tables)
     return out
 
 
@@ -147,7 +147,7 @@ def order_rows(order: Doc, user_position: int, tables: tuple[str, ...] = ORDER_T
         if row["exchange_price_difference"] is not None:
             row["exchange_price_difference"] = float(row["exchange_price_difference"])
         out["orders"] = [row]
-    _part_rows(out, oid, order, ORDER_PARTS, tables)
+    out |= part_rows(oid, order, ORDER_PARTS, tables)
     return out
 
 
@@ -195,10 +195,14 @@ def elements(value: list[Any] | Doc) -> list[Any]:
     return list(value.items()) if isinstance(value, dict) else value
 
 
-def _part_rows(out: Rows, parent: str, doc: Doc, parts: Parts, tables: tuple[str, ...]) -> None:
-    for table, (field, row) in parts.items():
-        if table in tables:
-            out[table] = [row(parent, i, e) for i, e in enumerate(elements(doc[field]))]
+def part_rows(parent: str, doc: Doc, parts: Parts, tables: Iterable[str] | None = None) -> Rows:
+    """The rows of record ``doc``'s lists (``parent``: its id), of the ``tables`` named (all
+    of ``parts`` by default)."""
+    return {
+        table: [row(parent, i, e) for i, e in enumerate(elements(doc[field]))]
+        for table, (field, row) in parts.items()
+        if tables is None or table in tables
+    }
 
 
 def database_rows(db: Doc) -> Rows:

@@ -30,6 +30,7 @@ from envfactory.peers.tau2.documents import (
     elements,
     order_doc,
     order_rows,
+    part_rows,
     product_doc,
     user_doc,
     user_rows,
@@ -417,10 +418,7 @@ def _changed(doc: Doc, record: Record, key: str, own: Rows, parts: Parts) -> tup
     every row when its id (``key``) changed."""
     pristine, parent = record.pristine, doc[key]
     if parent != pristine[key]:
-        now = dict(own)
-        for table, (field, row) in parts.items():
-            now[table] = [row(parent, i, e) for i, e in enumerate(elements(doc[field]))]
-        return record.rows, now
+        return record.rows, own | part_rows(parent, doc, parts)
     read, now = {t: record.rows[t] for t in own}, dict(own)
     for table, (field, row) in parts.items():
         if doc[field] == pristine[field]:
