@@ -184,8 +184,7 @@ class Store:
         t = self.base.tables[table]
         values = None if row is None else t.to_tuple({**row, "id": key})
         if not self._defer(t, key, values):
-            self._sql_write()
-            self._writing(table, key)
+            self._sql_write(table, key)
             self.conn.execute(t.delete, (key,))
             if values is not None:
                 self.conn.execute(t.insert, values)
@@ -282,11 +281,13 @@ class Store:
         self._now.pop((table, key), None)
         self._now_digests.pop((table, key), None)
 
-    def _sql_write(self) -> None:
-        """Before a write through SQL: the open transactions' savepoints, the pending rows."""
+    def _sql_write(self, table: str, key: Any) -> None:
+        """Before a write of one row through SQL: the open transactions' savepoints, the
+        pending rows, and what is cached about the row forgotten."""
         self._open_savepoints()
         self.sync()
         self._dirty = True
+        self._writing(table, key)
 
     def _open_savepoints(self) -> None:
         for i, opened in enumerate(self._savepoints):
@@ -352,8 +353,7 @@ class Store:
         stored = t.to_tuple(row)
         # pending only where the id is known to be free (SQLite refuses a taken one)
         if self._known(table, row["id"]) is not None or not self._defer(t, row["id"], stored):
-            self._sql_write()
-            self._writing(table, row["id"])
+            self._sql_write(table, row["id"])
             self.conn.execute(t.insert, stored)
         self._touch(table, row["id"])
         return t.to_row(stored)
@@ -383,8 +383,7 @@ class Store:
             if self._defer(t, key, tuple(new)):
                 self._touch(table, key)
                 return
-        self._sql_write()
-        self._writing(table, key)
+        self._sql_write(table, key)
         cur = self.conn.execute(f"UPDATE {table} SET {sets} WHERE id = ?", (*vals, key))
         if cur.rowcount == 0:
             raise KeyError(f"{table} has no row {key!r}")
@@ -393,8 +392,7 @@ class Store:
     def delete(self, table: str, key: str) -> None:
         t = self.base.tables[table]
         if not self._defer(t, key, None):
-            self._sql_write()
-            self._writing(table, key)
+            self._sql_write(table, key)
             self.conn.execute(t.delete, (key,))
         self._touch(table, key)
 

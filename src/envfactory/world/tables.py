@@ -18,15 +18,8 @@ _SQL_TYPES = {
     "ref": "TEXT",
 }
 
-# The Python type SQLite gives back from a column of each type.
-_READ_AS = {
-    "string": str,
-    "integer": int,
-    "number": float,
-    "boolean": int,
-    "date": str,
-    "ref": str,
-}
+# The Python type SQLite gives back from a column of each SQL type.
+_READ_AS = {"TEXT": str, "INTEGER": int, "REAL": float}
 UNSURE: Any = object()  # a value whose read-back only SQLite can tell
 
 Row = dict[str, Any]
@@ -73,7 +66,9 @@ class Table:
         object.__setattr__(self, "insert", f"INSERT INTO {self.name} ({cols}) VALUES ({marks})")
         object.__setattr__(self, "delete", f"DELETE FROM {self.name} WHERE id = ?")
         object.__setattr__(self, "positions", {c: i for i, c in enumerate(self.columns)})
-        object.__setattr__(self, "read_as", tuple(_READ_AS[self.types[c]] for c in self.columns))
+        object.__setattr__(
+            self, "read_as", tuple(_READ_AS[_SQL_TYPES[self.types[c]]] for c in self.columns)
+        )
 
     @classmethod
     def from_entity(cls, name: str, entity: EntitySpec) -> Table:
