@@ -191,8 +191,10 @@ def test_rollout_cli_runs_the_packaged_model(tmp_path: Path) -> None:
 def test_calibration_cells_have_the_contract_keys_and_honest_intervals(
     policy: TransformersPolicy, tmp_path: Path
 ) -> None:
-    cells = calibrate(policy, ["hotel"], tasks=2, difficulties=[1, 2], max_turns=1)
+    cells = calibrate(policy, ["hotel"], tasks=2, difficulties=[1, 2], max_turns=1, fit_plan=False)
     assert [(c.env, c.difficulty, c.tasks) for c in cells] == [("hotel", 1, 2), ("hotel", 2, 2)]
+    assert [c.max_turns for c in cells] == [1, 1]
+    assert cells[1].reach is not None and cells[1].reach < 1  # level 2 plans need more calls
     for c in cells:
         row = c.model_dump(mode="json")
         contract = ("env", "difficulty", "tasks", "success", "ci95", "mean_reward")
@@ -212,25 +214,27 @@ def test_calibration_takes_test_tasks_where_a_world_has_no_validation_split(
     """tau2's fixed task list has train and test tasks only: its cell is measured on held-out
     test tasks and says so, instead of coming back empty (skipped, saying why, without tau2's
     data)."""
-    (cell,) = calibrate(policy, ["tau2-retail"], tasks=1, max_turns=1)
+    (cell,) = calibrate(policy, ["tau2-retail"], tasks=1, max_turns=1, fit_plan=False)
     assert (cell.env, cell.difficulty, cell.tasks, cell.split) == ("tau2-retail", 1, 1, "test")
-    (hotel,) = calibrate(policy, ["hotel"], tasks=1, difficulties=[0], max_turns=1)
+    (hotel,) = calibrate(policy, ["hotel"], tasks=1, difficulties=[0], max_turns=1, fit_plan=False)
     assert hotel.split == "validation"
 
 
 def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--out` appends each world's cells as they are measured; a cell already in the file is
-    reported as it was and not measured again."""
+    """`--out` keeps each world's cells as they are measured; a cell already in the file is
+    reported as it was and not measured again, unless its turn budget kept it out of reach:
+    that one is measured again and its row replaced."""
     kept = tmp_path / "calibration.jsonl"
     planted = {
         "env": "hotel", "difficulty": 0, "tasks": 10, "success": 0.3, "ci95": [0.1, 0.6],
         "mean_reward": 0.3, "tool_call_valid_rate": 1.0, "invalid_argument_rate": 0.0,
         "calls_attempted": 10, "turns_mean": 1.0, "prompt_tokens": 1, "completion_tokens": 1,
-        "faults": 0, "tool_format": "grammar",
+        "faults": 0, "tool_format": "grammar", "max_turns": 2, "reach": 1.0,
     }  # fmt: skip
-    kept.write_text(json.dumps(planted) + "\n")
+    short = planted | {"env": "term-git", "max_turns": 1, "reach": 0.0}
+    kept.write_text(json.dumps(planted) + "\n" + json.dumps(short) + "\n")
     args = ["--envs", "hotel,term-git", "--difficulties", "0", "--tasks", "1"]
     done = cli("bench", "--calibration", *args, "--max-turns", "1", "--max-tokens", "8",
                "--out", str(kept), "--json")  # fmt: skip
@@ -239,12 +243,16 @@ def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(
     assert cells[0] == planted | {"split": "validation"}  # the split older files did not name
     assert cells[1]["tasks"] == 1 and cells[1]["tool_format"] == "grammar"
     assert cells[1]["split"] == "validation"
+    # Measured again (term-git's starter is one command, within one call) and replaced.
+    assert (cells[1]["max_turns"], cells[1]["reach"]) == (1, 1.0)
     lines = [json.loads(line) for line in kept.read_text().splitlines()]
-    assert lines == [planted, cells[1]]
+    assert lines == cells
     # The file renders as the docs page's table and heat map.
     picture = tmp_path / "heat.png"
     calibration_main([str(kept), "--plot", str(picture)])
     table = capsys.readouterr().out.splitlines()
-    assert table[2] == "| hotel | 0 | 10 | 0.30 (0.10-0.60) | 0.300 | 10 | 1.00 | 0.00 | 1.0 |"
+    assert table[2] == (
+        "| hotel | 0 | 10 | 0.30 (0.10-0.60) | 0.300 | 10 | 1.00 | 0.00 | 1.0 | 2 | 1 |"
+    )
     assert table[3].startswith("| term-git | 0 | 1 | ") and len(table) == 4
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

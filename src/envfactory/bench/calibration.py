@@ -21,10 +21,11 @@ from pydantic import BaseModel, Field
 from envfactory.env import Environment
 from envfactory.harness.config import HarnessConfig
 from envfactory.policies.base import RolloutPolicy
+from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.registry import list_envs, make
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
-from envfactory.tasks.types import Split
+from envfactory.tasks.types import Split, Task
 from envfactory.trajectory.record import EpisodeRecord
 
 BAD_ARGUMENTS = frozenset({"invalid_arguments", "malformed_action"})
@@ -53,6 +54,12 @@ class CalibrationCell(BaseModel):
     faults: int = Field(0, description="episodes not scored (infrastructure); not in success")
     tool_format: str = Field("text", description="how tool calls travelled (the harness's)")
     split: str = Field("validation", description="the split the tasks came from")
+    max_turns: int | None = Field(None, description="the model calls each episode was allowed")
+    reach: float | None = Field(
+        None,
+        description="the scripted oracle's success on the same tasks within max_turns: the "
+        "most a perfect agent scores in the cell (below 1 only where the budget is too short)",
+    )
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -91,7 +98,9 @@ class _Tally:
             elif kind == "message" and "<tool_call>" in str(step.action.get("content")):
                 self.attempted += 1  # a call the model meant to make, which did not parse
 
-    def cell(self, env: str, difficulty: int, tool_format: str, split: str) -> CalibrationCell:
+    def cell(
+        self, env: str, difficulty: int, harness: HarnessConfig, split: str, reach: float | None
+    ) -> CalibrationCell:
         n = len(self.rewards)
         wins = sum(r >= 1.0 for r in self.rewards)
         rate = (lambda k: round(k / self.attempted, 4)) if self.attempted else (lambda k: None)
@@ -109,8 +118,10 @@ class _Tally:
             prompt_tokens=self.prompt,
             completion_tokens=self.completion,
             faults=self.faults,
-            tool_format=tool_format,
+            tool_format=harness.tool_format,
             split=split,
+            max_turns=harness.max_turns,
+            reach=reach,
         )
 
 
@@ -164,16 +175,21 @@ def calibrate(
     on_episode: Callable[[EpisodeRecord], None] | None = None,
     on_world: Callable[[list[CalibrationCell]], None] | None = None,
     skip: Container[tuple[str, int]] = (),
+    fit_plan: bool = True,
 ) -> list[CalibrationCell]:
     """``tasks`` episodes of ``policy`` per (world, difficulty) of ``split`` (every level of
     each world by default), one task each, under ``harness`` (default: tools in the prompt,
-    ``max_turns`` calls). Worlds run one after another; ``on_world`` gets each world's cells as
-    soon as they are measured, so a long run can be kept as it goes and resumed with ``skip``
-    (cells already measured)."""
+    ``max_turns`` calls). With ``fit_plan`` a cell's episodes get at least the model calls its
+    longest gold plan needs (:func:`fewest_turns`), so no cell is out of reach for want of
+    turns. Worlds run one after another; ``on_world`` gets each world's cells as soon as they
+    are measured, so a long run can be kept as it goes and resumed with ``skip`` (cells already
+    measured)."""
     harness = harness or HarnessConfig(tool_format="text", max_turns=max_turns)
     cells: list[CalibrationCell] = []
     for env in envs:
-        got = _calibrate_world(policy, env, tasks, difficulties, split, harness, on_episode, skip)
+        got = _calibrate_world(
+            policy, env, tasks, difficulties, split, harness, on_episode, skip, fit_plan
+        )
         if got and on_world is not None:
             on_world(got)
         cells += got
@@ -189,6 +205,7 @@ def _calibrate_world(
     harness: HarnessConfig,
     on_episode: Callable[[EpisodeRecord], None] | None,
     skip: Container[tuple[str, int]],
+    fit_plan: bool,
 ) -> list[CalibrationCell]:
     world = make(env)
     levels = [
@@ -196,16 +213,41 @@ def _calibrate_world(
         for d in (difficulties or world.difficulties)
         if d in world.difficulties and (env, d) not in skip
     ]
-    splits = {d: split_for(world, split, d) for d in levels}
-    refs = [
-        TaskRef(env, splits[d], d, i)
-        for d in levels
-        for i in range(min(tasks, world.capacity(splits[d], d) or tasks))
-    ]
-    tallies: dict[int, _Tally] = defaultdict(_Tally)
+    cells = []
+    for d in levels:
+        split_d = split_for(world, split, d)
+        refs = [TaskRef(env, split_d, d, i) for i in range(tasks)]
+        refs = refs[: world.capacity(split_d, d) or tasks]
+        needs = [fewest_turns(world.task(split_d, d, i)) for i in range(len(refs))]
+        budget = max([harness.max_turns, *needs]) if fit_plan else harness.max_turns
+        cell_harness = harness.model_copy(update={"max_turns": budget})
+        tally = _run(policy, cell_harness, refs, on_episode)
+        reach = reach_within(world, refs, cell_harness)
+        cells.append(tally.cell(env, d, cell_harness, split_d, reach))
+    return cells
+
+
+def reach_within(world: Environment, refs: list[TaskRef], harness: HarnessConfig) -> float | None:
+    """The scripted oracle's success on ``refs`` within ``harness.max_turns`` model calls: 1.0
+    without playing where every gold plan fits (the audit holds the oracle to 1.0), else played
+    (None when no episode could be scored)."""
+    needs = [fewest_turns(world.task(r.split, r.difficulty, r.index)) for r in refs]
+    if max(needs, default=0) <= harness.max_turns:
+        return 1.0
+    rewards = _run(ScriptedPolicy("oracle"), harness, refs, None).rewards
+    return round(sum(r >= 1.0 for r in rewards) / len(rewards), 4) if rewards else None
+
+
+def _run(
+    policy: RolloutPolicy,
+    harness: HarnessConfig,
+    refs: list[TaskRef],
+    on_episode: Callable[[EpisodeRecord], None] | None,
+) -> _Tally:
+    tally = _Tally()
 
     def done(rec: EpisodeRecord) -> None:
-        tallies[rec.difficulty].add(rec)
+        tally.add(rec)
         if on_episode is not None:
             on_episode(rec)
 
@@ -217,10 +259,33 @@ def _calibrate_world(
         keep_records=False,
     )
     engine.run_sync(refs)
-    return [
-        tallies[d].cell(env, d, harness.tool_format, splits[d])
-        for d in sorted({r.difficulty for r in refs})
-    ]
+    return tally
+
+
+def fewest_turns(task: Task) -> int:
+    """The model calls a perfect agent needs for ``task``, one action a call: each call of the
+    gold plan, each question it must ask the user, and a reply where the task asks for
+    answers (a task of changes alone is judged on the state it leaves, reply or not)."""
+    h = task.hidden
+    return max(1, len(h.gold_plan) + len(h.asks) + bool(h.answers))
+
+
+def load_cells(path: Path) -> list[CalibrationCell]:
+    """The cells kept in a JSON-lines file (none when it does not exist)."""
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    return [CalibrationCell.model_validate_json(line) for line in lines if line.strip()]
+
+
+def store_cells(path: Path, cells: Sequence[CalibrationCell]) -> None:
+    """Keep ``cells`` in the JSON-lines file at ``path``, each in place of an older row of the
+    same world, difficulty and tool format (one row per cell); written whole, then renamed."""
+    new = {(c.env, c.difficulty, c.tool_format) for c in cells}
+    old = [c for c in load_cells(path) if (c.env, c.difficulty, c.tool_format) not in new]
+    part = path.with_name(path.name + ".part")
+    part.write_text("".join(c.model_dump_json() + "\n" for c in [*old, *cells]))
+    part.replace(path)
 
 
 def split_for(world: Environment, split: Split, difficulty: int) -> Split:
@@ -252,6 +317,8 @@ def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:
             rate = c.tool_call_valid_rate
             valid = "no calls" if rate is None else f"{rate:.0%} valid"
             text = f"{c.success:.2f}\n{valid}"
+            if c.reach is not None and c.reach < 1:
+                text += f"\nreach {c.reach:.1f}"  # too few calls for some gold plans
             colour = "white" if c.success < 0.5 else "black"
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color=colour)
     fig.colorbar(image, ax=ax, label="success (reward 1)")
@@ -266,8 +333,8 @@ def markdown_table(cells: Sequence[CalibrationCell]) -> str:
     """The cells as the Markdown table of docs/calibration.md."""
     rows = [
         "| world | difficulty | tasks | success (95% CI) | mean reward | calls attempted | valid "
-        "| bad arguments | turns |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| bad arguments | turns | calls allowed | within reach |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in sorted(cells, key=lambda c: (c.env, c.difficulty)):
         valid = "-" if c.tool_call_valid_rate is None else f"{c.tool_call_valid_rate:.2f}"
@@ -275,9 +342,14 @@ def markdown_table(cells: Sequence[CalibrationCell]) -> str:
         rows.append(
             f"| {c.env} | {c.difficulty} | {c.tasks} | {c.success:.2f} "
             f"({c.ci95[0]:.2f}-{c.ci95[1]:.2f}) | {c.mean_reward:.3f} | {c.calls_attempted} "
-            f"| {valid} | {bad} | {c.turns_mean:.1f} |"
+            f"| {valid} | {bad} | {c.turns_mean:.1f} | {_or_dash(c.max_turns)} "
+            f"| {_or_dash(c.reach)} |"
         )
     return "\n".join(rows)
+
+
+def _or_dash(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -290,8 +362,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("cells", type=Path)
     parser.add_argument("--plot")
     args = parser.parse_args(argv)
-    lines = args.cells.read_text().splitlines()
-    cells = [CalibrationCell.model_validate_json(line) for line in lines if line.strip()]
+    cells = load_cells(args.cells)
     if args.plot:
         plot_calibration(cells, args.plot)
     print(markdown_table(cells))

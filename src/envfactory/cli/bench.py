@@ -78,7 +78,16 @@ def bench(
     envs: str = typer.Option("", "--envs", help="--calibration: worlds (default: all)."),
     difficulties: str = typer.Option("", "--difficulties", help="--calibration: levels."),
     model: str = typer.Option("default", "--model", help="--calibration: a folder or .gguf."),
-    max_turns: int = typer.Option(4, "--max-turns", min=1, help="--calibration: model calls."),
+    max_turns: int = typer.Option(
+        4,
+        "--max-turns",
+        min=1,
+        help="--calibration: model calls per episode, at least; a cell whose gold plans need "
+        "more (their calls, questions and report) gets what its longest plan needs.",
+    ),
+    fixed_turns: bool = typer.Option(
+        False, "--fixed-turns", help="--calibration: exactly --max-turns calls, even too few."
+    ),
     max_tokens: int = typer.Option(128, "--max-tokens", min=1, help="--calibration: per call."),
     plot: str | None = typer.Option(None, "--plot", help="--calibration: write a heat map PNG."),
     out: Path | None = typer.Option(
@@ -117,7 +126,9 @@ def bench(
             tool_choice="first" if tool_format == "grammar" else "auto",
             max_turns=max_turns,
         )
-        _calibration(tasks, envs, difficulties, model, harness, max_tokens, plot, out, json)
+        _calibration(
+            tasks, envs, difficulties, model, harness, not fixed_turns, max_tokens, plot, out, json
+        )
         return
     result: BaseModel
     if sandbox:
@@ -198,6 +209,7 @@ def _calibration(
     difficulties: str,
     model: str,
     harness: HarnessConfig,
+    fit_plan: bool,
     max_tokens: int,
     plot: str | None,
     out: Path | None,
@@ -205,18 +217,27 @@ def _calibration(
 ) -> None:
     from rich.progress import Progress
 
-    from envfactory.bench.calibration import calibrate, plot_calibration, single_agent_worlds
+    from envfactory.bench.calibration import (
+        calibrate,
+        load_cells,
+        plot_calibration,
+        single_agent_worlds,
+        store_cells,
+    )
     from envfactory.cli.rollout import local_policy
 
     worlds = world_ids(e.strip() for e in envs.split(",") if e.strip()) or single_agent_worlds()
     levels = [int(d) for d in difficulties.split(",") if d.strip()] or None
-    kept = _kept_cells(out, harness.tool_format)
+    kept = [
+        c
+        for c in (load_cells(out) if out is not None else [])
+        if c.tool_format == harness.tool_format and (not fit_plan or c.reach == 1.0)
+    ]
     policy = local_policy(model, {"temperature": 0.7, "max_tokens": max_tokens})
 
     def keep(cells: list[CalibrationCell]) -> None:
         if out is not None:
-            with out.open("a") as f:
-                f.writelines(c.model_dump_json() + "\n" for c in cells)
+            store_cells(out, cells)
 
     with Progress(console=err_console, transient=True) as bar:
         job = bar.add_task(f"{policy.info.name} episodes", total=None)
@@ -229,6 +250,7 @@ def _calibration(
             on_episode=lambda _: bar.advance(job),
             on_world=keep,
             skip={(c.env, c.difficulty) for c in kept},
+            fit_plan=fit_plan,
         )
     cells = sorted(
         [c for c in kept if c.env in worlds and (levels is None or c.difficulty in levels)] + cells,
@@ -257,13 +279,3 @@ def _calibration(
             f"{c.turns_mean:.1f}",
         )
     console.print(table)
-
-
-def _kept_cells(out: Path | None, tool_format: str) -> list[CalibrationCell]:
-    """The cells an earlier run appended to ``out`` under the same tool format."""
-    from envfactory.bench.calibration import CalibrationCell
-
-    if out is None or not out.exists():
-        return []
-    cells = [CalibrationCell.model_validate_json(line) for line in out.read_text().splitlines()]
-    return [c for c in cells if c.tool_format == tool_format]

@@ -87,6 +87,7 @@ def evaluate(
             split="test",
             harness=HARNESS,
             on_episode=lambda _: bar.advance(job),
+            fit_plan=False,  # judged under the harness it trains under
         )
     return held(cells[0])
 
