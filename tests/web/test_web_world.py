@@ -239,6 +239,11 @@ def test_rollouts_and_serving_drive_web_worlds() -> None:
     summary = engine.run_sync(refs)
     assert not summary.errors
     assert [r.reward for r in engine.records] == [1.0, 1.0]
+    # A model reads the page the browser opened on with the request, not the request alone.
+    for rec in engine.records:
+        request = rec.messages[1]
+        assert request["role"] == "user" and "URL: (home)" in str(request["content"])
+        assert "[nav-" in str(request["content"])
 
     async def serve() -> float | None:
         server = Engine(ServeConfig(envs=("web-hotel",), max_steps=200))

@@ -41,10 +41,15 @@ def system_prompt(task: PublicTask, tools: list[dict[str, Any]], harness: Harnes
 
 
 def opening(
-    task: PublicTask, tools: list[dict[str, Any]], harness: HarnessConfig
+    task: PublicTask,
+    tools: list[dict[str, Any]],
+    harness: HarnessConfig,
+    first: str | None = None,
 ) -> list[ChatMessage]:
-    """The system prompt and the user's request."""
+    """The system prompt and the user's request: ``first``, the episode's first observation
+    where one was taken (a web world's request comes with the page the browser opened on),
+    else the task's instruction."""
     return [
         {"role": "system", "content": system_prompt(task, tools, harness)},
-        {"role": "user", "content": task.instruction},
+        {"role": "user", "content": task.instruction if first is None else first},
     ]

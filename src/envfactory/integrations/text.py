@@ -82,8 +82,10 @@ class TextEpisode:
         env, self.task = load_task(self.ref)
         self.tools = exposed_tools(self.task.public, env.tools("openai"), self.harness)
         self.episode = env.episode(self.harness.episode_config(episode_config))
-        self.episode.reset(self.task)
-        self.messages: list[ChatMessage] = opening(self.task.public, self.tools, self.harness)
+        first = self.episode.reset(self.task)
+        self.messages: list[ChatMessage] = opening(
+            self.task.public, self.tools, self.harness, first.content
+        )
         self.turns = 0
 
     @property

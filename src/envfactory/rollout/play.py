@@ -252,7 +252,7 @@ class Play:
                 ep, first, session = await self._start()
                 observations = [first]
         if not rec.messages:
-            rec.messages = opening(self.task.public, rec.tools, harness)
+            rec.messages = opening(self.task.public, rec.tools, harness, first.content)
         context = ContextBuilder(harness.context, engine.summariser)
         while True:
             if ep.done:
