@@ -138,6 +138,9 @@ class ModelBand(BaseModel):
     tool_format: str
     tasks: int = Field(description="tasks per difficulty")
     success: dict[int, float]
+    reach: dict[int, float | None] = Field(
+        description="per difficulty, the oracle's success within the same model calls"
+    )
     band: list[int] = Field(description="difficulties with 0 < success < 1")
 
 
@@ -154,6 +157,7 @@ def model_bands(
             tool_format=tool_format,
             tasks=min(c.tasks for c in got),
             success={c.difficulty: c.success for c in got},
+            reach={c.difficulty: c.reach for c in got},
             band=[c.difficulty for c in got if 0 < c.success < 1],
         )
         for env, got in by_env.items()

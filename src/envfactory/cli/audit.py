@@ -38,6 +38,9 @@ def audit_cmd(
         help="Also run the embedded model (grammar harness) on this many validation tasks per "
         "difficulty and report its band as real_model (minutes per world).",
     ),
+    model_levels: str = typer.Option(
+        "", "--model-levels", help="--model-tasks at these difficulties only (default: all)."
+    ),
 ) -> None:
     """Score environments: solvable, honest baselines, no exploit pays, graded, deterministic,
     diverse."""
@@ -68,7 +71,8 @@ def audit_cmd(
                     bar.advance(job)
     reports = [results[e] for e in ids]
     path = write_report(reports, report)
-    bands = _model_bands(ids, model_tasks) if model_tasks else {}
+    levels = [int(d) for d in model_levels.split(",") if d.strip()] or None
+    bands = _model_bands(ids, model_tasks, levels) if model_tasks else {}
     if json:
         print_json([_summary(r, bands.get(r.env)) for r in reports])
     else:
@@ -123,7 +127,7 @@ def _summary(r: AuditReport, band: ModelBand | None = None) -> dict[str, object]
     return out
 
 
-def _model_bands(ids: list[str], tasks: int) -> dict[str, ModelBand]:
+def _model_bands(ids: list[str], tasks: int, levels: list[int] | None) -> dict[str, ModelBand]:
     """The embedded model's band in each world (its calibration under the grammar harness)."""
     from envfactory.cli.rollout import local_policy
 
@@ -131,7 +135,12 @@ def _model_bands(ids: list[str], tasks: int) -> dict[str, ModelBand]:
     with Progress(console=err_console, transient=True) as bar:
         job = bar.add_task(f"{policy.info.name} episodes", total=None)
         cells = calibrate(
-            policy, ids, tasks, harness=GRAMMAR_HARNESS, on_episode=lambda _: bar.advance(job)
+            policy,
+            ids,
+            tasks,
+            levels,
+            harness=GRAMMAR_HARNESS,
+            on_episode=lambda _: bar.advance(job),
         )
     bands = model_bands(cells, policy.info.name, "grammar")
     for env_id, band in bands.items():
