@@ -20,6 +20,7 @@ from envfactory.registry import make
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
 from envfactory.tools.params import validate
+from envfactory.web import browser
 
 pytestmark = pytest.mark.integrations
 
@@ -59,6 +60,40 @@ def test_the_grammar_admits_calls_of_shown_tools_only(policy: TransformersPolicy
     assert not accepts(good.replace('"RES-1"', "17"))  # not its type
     assert not accepts("Sure, done!")  # the first reply must call when it is required
     assert not accepts(good + " and more")  # one call, then the reply ends
+
+
+def test_a_pages_element_ids_hold_the_bid_of_a_browser_action(policy: TransformersPolicy) -> None:
+    """A web world offers the ids on the page as ``choices``: under the grammar a browser
+    action names one of them, and the other arguments keep their schemas."""
+    tok = grammar_tokenizer(policy.tokenizer, policy.end_id)
+    grammar = reply_grammar(make("web-hotel").tools(), True, {"bid": ["nav-get_guest", "home"]})
+
+    def accepts(name: str, arguments: str) -> bool:
+        text = f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>'
+        matcher = llguidance.LLMatcher(tok, grammar, log_level=0)
+        ids = [*policy.tokenizer.encode(text, add_special_tokens=False), policy.end_id]
+        return matcher.consume_tokens(ids) and matcher.is_stopped()
+
+    assert accepts("click", '{"bid": "nav-get_guest"}')
+    assert accepts("fill", '{"bid": "home", "value": "GST-00013"}')
+    assert not accepts("click", '{"bid": "3"}')  # not on the page
+    assert accepts("goto", '{"url": "act/get_guest"}')  # no choices offered for url
+
+
+@pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
+def test_in_a_web_world_the_model_acts_on_elements_of_the_page(policy: TransformersPolicy) -> None:
+    records = []
+    engine = RolloutEngine(
+        policy,
+        harness=HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=3),
+        on_episode=records.append,
+        keep_records=False,
+    )
+    engine.run_sync([TaskRef("web-hotel", "validation", 0, i) for i in range(2)])
+    steps = [s for rec in records for s in rec.steps if s.actor == "agent"]
+    calls = [s for s in steps if s.action.get("type") == "tool_call"]
+    assert len(records) == 2 and calls
+    assert all(s.error != "not_found" for s in calls)  # every id it named was on the page
 
 
 def test_grammar_episodes_call_shown_tools_with_valid_arguments(

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from envfactory.episode.types import Message
-from envfactory.harness.grammar import reply_grammar
+from envfactory.harness.grammar import Choices, reply_grammar
 from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.integrations.embedded import END_OF_TURN
 from envfactory.policies.base import (
@@ -72,12 +72,21 @@ class TransformersSession:
         self.system: tuple[str, list[int]] | None = None  # the system turn and its tokens
         self.harness = ctx.harness
         self.tools = ctx.tools
+        self.choices: Choices | None = None  # what the world offers now (a page's ids)
 
     def replay(self, observations: list[Any]) -> None:
-        return None  # stateless: the transcript is the whole state
+        self._see(observations)  # the transcript is the rest of the state
+
+    def _see(self, observations: list[Any]) -> None:
+        """Keep the latest ``choices`` the world offered (an error leaves the page as it was)."""
+        for obs in observations:
+            offered = obs.data.get("choices") if isinstance(obs.data, dict) else None
+            if isinstance(offered, dict):
+                self.choices = offered
 
     async def act(self, request: PolicyRequest) -> PolicyReply:
         p = self.policy
+        self._see(request.observations)
         prompt_ids = [int(t) for t in p.encode(request.messages)]
         if p.context and len(prompt_ids) + p.max_new_tokens > p.context:
             raise ContextOverflow(
@@ -106,7 +115,8 @@ class TransformersSession:
     def _grammar(self, request: PolicyRequest) -> str | None:
         if self.harness.tool_format != "grammar":
             return None
-        return reply_grammar(self.tools, self.harness.call_required(request.call_index))
+        required = self.harness.call_required(request.call_index)
+        return reply_grammar(self.tools, required, self.choices)
 
     def _prefix(self, messages: list[dict[str, Any]], prompt_ids: list[int]) -> int:
         """How many leading tokens are the system turn (the rules and tools every episode of a

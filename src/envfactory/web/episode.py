@@ -6,6 +6,7 @@ domain's own episode (``inner``); the agent reaches them only through the browse
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 # a web episode allows ACTIONS_PER_STEP browser actions per step of the configured limit: the
 # harnesses' limits (set for tool calls) keep their meaning.
 ACTIONS_PER_STEP = 4
+ELEMENT_ID = re.compile(r"^\s*\[([^\]\s]+)\]", re.M)  # "[bid] role 'name'" lines of a page
 
 FIND_JS = """
 const el = document.querySelector('[bid="' + arguments[0] + '"]');
@@ -116,7 +118,7 @@ class WebEpisode(ToolEpisode):
         return Observation(
             kind="task",
             content=f"{task.public.instruction}\n\n{page.content}",
-            data={**task.public.model_dump(), "page": page.data},
+            data={**task.public.model_dump(), "page": page.data, "choices": page.data["choices"]},
         )
 
     def close(self) -> None:
@@ -188,7 +190,12 @@ class WebEpisode(ToolEpisode):
         sub = self.session.last if sent else None
         base = site().base(self.session)
         url = page.url.removeprefix(base) if page.url.startswith(base) else page.url
-        data: dict[str, Any] = {"url": url, "title": page.title, "page": page.text}
+        data: dict[str, Any] = {
+            "url": url,
+            "title": page.title,
+            "page": page.text,
+            "choices": {"bid": ELEMENT_ID.findall(page.text)},
+        }
         if sub is not None:
             data["submitted"] = {"form": sub.tool, "ok": sub.error is None}
         if self.screenshot:
