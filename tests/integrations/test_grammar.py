@@ -21,6 +21,7 @@ from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
 from envfactory.tools.params import validate
 from envfactory.web import browser
+from envfactory.web.episode import page_choices
 
 pytestmark = pytest.mark.integrations
 
@@ -64,9 +65,11 @@ def test_the_grammar_admits_calls_of_shown_tools_only(policy: TransformersPolicy
 
 def test_a_pages_element_ids_hold_the_bid_of_a_browser_action(policy: TransformersPolicy) -> None:
     """A web world offers the ids on the page as ``choices``: under the grammar a browser
-    action names one of them, and the other arguments keep their schemas."""
+    action names one of them, of the kind it acts on (text boxes to fill, the rest to click),
+    and an action with nothing to act on is left out."""
     tok = grammar_tokenizer(policy.tokenizer, policy.end_id)
-    grammar = reply_grammar(make("web-hotel").tools(), True, {"bid": ["nav-get_guest", "home"]})
+    page = "    [nav-get_guest] link 'Get guest'\n      [get_guest-guest_id] textbox 'Guest id'\n"
+    grammar = reply_grammar(make("web-hotel").tools(), True, page_choices(page))
 
     def accepts(name: str, arguments: str) -> bool:
         text = f'<tool_call>\n{{"name": "{name}", "arguments": {arguments}}}\n</tool_call>'
@@ -75,8 +78,11 @@ def test_a_pages_element_ids_hold_the_bid_of_a_browser_action(policy: Transforme
         return matcher.consume_tokens(ids) and matcher.is_stopped()
 
     assert accepts("click", '{"bid": "nav-get_guest"}')
-    assert accepts("fill", '{"bid": "home", "value": "GST-00013"}')
+    assert accepts("fill", '{"bid": "get_guest-guest_id", "value": "GST-00013"}')
     assert not accepts("click", '{"bid": "3"}')  # not on the page
+    assert not accepts("click", '{"bid": "get_guest-guest_id"}')  # a text box is filled
+    assert not accepts("fill", '{"bid": "nav-get_guest", "value": "x"}')  # a link is clicked
+    assert not accepts("select_option", '{"bid": "nav-get_guest", "options": "x"}')  # no list
     assert accepts("goto", '{"url": "act/get_guest"}')  # no choices offered for url
 
 

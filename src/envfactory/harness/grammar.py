@@ -13,41 +13,49 @@ import json
 from typing import Any
 
 Choices = dict[str, list[str]]
-"""Per argument name, the values it can take right now (a web page's element ids for ``bid``),
-as a world's observation offers them in ``data["choices"]``."""
+"""The values arguments can take right now, as a world's observation offers them in
+``data["choices"]``: keyed ``"<tool>.<argument>"`` for one tool, or ``"<argument>"`` for every
+tool with that argument (a web page offers its element ids as ``bid``, and its text boxes
+as ``fill.bid``)."""
 
 
 def call_schema(tools: list[dict[str, Any]], choices: Choices | None = None) -> dict[str, Any]:
     """A JSON schema of one call: ``{"name": <tool>, "arguments": <its parameters>}``, in that
     order (the grammar keeps the schema's order: the name is chosen before the arguments). An
-    argument named in ``choices`` takes one of its values."""
+    argument offered ``choices`` takes one of them; a tool whose argument is offered none is
+    left out, unless that would leave no tool."""
     options = []
     for tool in tools:
         fn = tool["function"]
-        params = narrowed(fn.get("parameters") or {"type": "object", "properties": {}}, choices)
-        options.append(
-            {
-                "type": "object",
-                "properties": {"name": {"const": fn["name"]}, "arguments": params},
-                "required": ["name", "arguments"],
-                "additionalProperties": False,
-            }
-        )
+        params = narrowed(fn["name"], fn.get("parameters") or {"properties": {}}, choices or {})
+        if params is not None:
+            options.append(
+                {
+                    "type": "object",
+                    "properties": {"name": {"const": fn["name"]}, "arguments": params},
+                    "required": ["name", "arguments"],
+                    "additionalProperties": False,
+                }
+            )
+    if not options and choices:
+        return call_schema(tools)
     # one spelling of the JSON (", " and ": ", no newlines): no tokens spent on layout
     layout = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
     return {"anyOf": options, "x-guidance": layout}
 
 
-def narrowed(params: dict[str, Any], choices: Choices | None) -> dict[str, Any]:
-    """``params`` with each property named in ``choices`` (and offered values) held to them."""
-    props = params.get("properties") or {}
-    held = {k: v for k, v in (choices or {}).items() if k in props and v}
-    if not held:
-        return params
-    fixed = {
-        k: {"enum": list(dict.fromkeys(held[k]))} if k in held else v for k, v in props.items()
-    }
-    return {**params, "properties": fixed}
+def narrowed(name: str, params: dict[str, Any], choices: Choices) -> dict[str, Any] | None:
+    """``params`` of tool ``name`` with each argument offered choices held to them; None when
+    an argument is offered none (no call of the tool can be right now)."""
+    props: dict[str, Any] = params.get("properties") or {}
+    held = {}
+    for arg in props:
+        offered = choices.get(f"{name}.{arg}", choices.get(arg))
+        if offered is not None:
+            if not offered:
+                return None
+            held[arg] = {"enum": list(dict.fromkeys(offered))}
+    return {**params, "properties": {**props, **held}} if held else params
 
 
 def reply_grammar(

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 # a web episode allows ACTIONS_PER_STEP browser actions per step of the configured limit: the
 # harnesses' limits (set for tool calls) keep their meaning.
 ACTIONS_PER_STEP = 4
-ELEMENT_ID = re.compile(r"^\s*\[([^\]\s]+)\]", re.M)  # "[bid] role 'name'" lines of a page
+ELEMENT = re.compile(r"^\s*\[([^\]\s]+)\] (\w+)", re.M)  # "[bid] role 'name'" lines of a page
+FIELDS = {"fill": ("textbox",), "press": ("textbox",), "select_option": ("combobox",)}
 
 FIND_JS = """
 const el = document.querySelector('[bid="' + arguments[0] + '"]');
@@ -194,7 +195,7 @@ class WebEpisode(ToolEpisode):
             "url": url,
             "title": page.title,
             "page": page.text,
-            "choices": {"bid": ELEMENT_ID.findall(page.text)},
+            "choices": page_choices(page.text),
         }
         if sub is not None:
             data["submitted"] = {"form": sub.tool, "ok": sub.error is None}
@@ -325,3 +326,15 @@ def _browser_problem(exc: Exception) -> str | None:
     if isinstance(exc, ex.UnexpectedAlertPresentException):
         return "a dialog is open"
     return None
+
+
+def page_choices(text: str) -> dict[str, list[str]]:
+    """The element ids a browser action can name on a page: any for ``bid``; text boxes to
+    fill or press keys in, lists to choose from, and the rest to click."""
+    found = ELEMENT.findall(text)
+    fields = {role for roles in FIELDS.values() for role in roles}
+    choices = {"bid": [bid for bid, _ in found]}
+    choices["click.bid"] = [bid for bid, role in found if role not in fields]
+    for tool, roles in FIELDS.items():
+        choices[f"{tool}.bid"] = [bid for bid, role in found if role in roles]
+    return choices
