@@ -226,16 +226,23 @@ def _calibrate_world(
         budget = max([harness.max_turns, *needs]) if fit_plan else harness.max_turns
         cell_harness = harness.model_copy(update={"max_turns": budget})
         tally = _run(policy, cell_harness, refs, on_episode)
-        reach = reach_within(world, refs, cell_harness)
+        reach = reach_within(world, refs, cell_harness, needs)
         cells.append(tally.cell(env, d, cell_harness, split_d, reach))
     return cells
 
 
-def reach_within(world: Environment, refs: list[TaskRef], harness: HarnessConfig) -> float | None:
+def reach_within(
+    world: Environment,
+    refs: list[TaskRef],
+    harness: HarnessConfig,
+    needs: list[int] | None = None,
+) -> float | None:
     """The scripted oracle's success on ``refs`` within ``harness.max_turns`` model calls: 1.0
     without playing where every gold plan fits (the audit holds the oracle to 1.0), else played
-    (None when no episode could be scored)."""
-    needs = [fewest_turns(world.task(r.split, r.difficulty, r.index)) for r in refs]
+    (None when no episode could be scored). ``needs``: the refs' :func:`fewest_turns`, where
+    already known."""
+    if needs is None:
+        needs = [fewest_turns(world.task(r.split, r.difficulty, r.index)) for r in refs]
     if max(needs, default=0) <= harness.max_turns:
         return 1.0
     rewards = _run(ScriptedPolicy("oracle"), harness, refs, None).rewards
