@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from envfactory.bench.calibration import calibrate, plot_calibration, wilson
 from envfactory.bench.calibration import main as calibration_main
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.prompt import exposed_tools, opening
-from envfactory.integrations import local_model
+from envfactory.integrations import embedded, local_model
 from envfactory.integrations.embedded import EMBEDDED_NAME, ModelNotFound, embedded_path, load
 from envfactory.integrations.local_model import Generated, TransformersPolicy
 from envfactory.peers.tau2.data import missing_reason
@@ -40,6 +41,39 @@ def test_the_embedded_model_is_packaged_and_loads_once() -> None:
     assert end_of_turn in local.stop_ids
     with pytest.raises(ModelNotFound, match="no model at"):
         load("/nonexistent/model.gguf")
+
+
+def test_a_dequantised_copy_is_kept_on_disk_and_loads_the_same_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first load of a GGUF file de-quantises it and keeps the result; the next loads that
+    copy, which gives the same tokens and the same logits."""
+    import torch
+
+    monkeypatch.setenv("ENVFACTORY_MODEL_CACHE", str(tmp_path / "models"))
+    gguf = embedded_path()
+    kept = embedded.cache_folder(gguf)
+    assert kept is not None and kept.parent == tmp_path / "models" and not kept.exists()
+    fresh = embedded._load.__wrapped__(str(gguf))  # from the GGUF file: not the process's copy
+    assert (kept / "config.json").is_file() and not fresh.model.name_or_path.startswith(str(kept))
+    again = embedded._load.__wrapped__(str(gguf))
+    assert again.model.name_or_path == str(kept)  # read from the copy
+    assert (again.name, again.path, again.stop_ids) == (fresh.name, fresh.path, fresh.stop_ids)
+    chat = [{"role": "user", "content": "Please cancel reservation RES-00221."}]
+    ids = fresh.tokenizer.apply_chat_template(chat, tokenize=True, return_dict=False)
+    assert again.tokenizer.apply_chat_template(chat, tokenize=True, return_dict=False) == ids
+    with torch.no_grad():
+        x = torch.tensor([ids])
+        assert torch.equal(fresh.model(x).logits, again.model(x).logits)
+    assert [p.name for p in kept.parent.iterdir()] == [kept.name]  # nothing half-written left
+
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"GGUF")
+    before = embedded.cache_folder(other)
+    os.utime(other, ns=(1, 1))
+    assert embedded.cache_folder(other) != before  # a changed file is de-quantised again
+    monkeypatch.setenv("ENVFACTORY_MODEL_CACHE", "off")
+    assert embedded.cache_folder(gguf) is None
 
 
 def test_concurrent_calls_are_batched_and_match_their_prompts(policy: TransformersPolicy) -> None:

