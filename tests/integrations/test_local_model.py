@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_cli import cli
@@ -190,6 +191,51 @@ def test_a_prompt_past_the_context_truncates_its_episode(policy: TransformersPol
     (rec,) = engine.records
     assert rec.status == "truncated" and rec.reward == 0.0 and not rec.calls
     assert "context of 256" in (rec.error or "")
+
+
+def test_an_episode_reuses_its_keys_and_values_and_gets_the_same_replies(
+    policy: TransformersPolicy,
+) -> None:
+    """Each call after an episode's first reads only what is new since its last (the tokens
+    before are held from that call), and every greedy reply and logprob is the one the whole
+    prompt read afresh gets."""
+    runs = {}
+    for reuse in (True, False):
+        greedy = TransformersPolicy(
+            policy.model,
+            policy.tokenizer,
+            temperature=0,
+            max_new_tokens=24,
+            stop_ids=policy.stop_ids,
+            reuse=reuse,
+        )
+        reused: list[int] = []
+        original = greedy._generate
+
+        def spy(*args: Any, original: Any = original, reused: list[int] = reused) -> Any:
+            outs = original(*args)
+            reused.extend(o.reused for o in outs)
+            return outs
+
+        greedy._generate = spy  # type: ignore[method-assign]
+        engine = RolloutEngine(
+            greedy,
+            harness=HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=3),
+            config=EngineConfig(group_size=1),
+        )
+        engine.run_sync([TaskRef("hotel", "validation", 1, i) for i in range(2)])
+        records = sorted(engine.records, key=lambda r: r.task_id)
+        runs[reuse] = (
+            [[(c.output_ids, c.prompt_ids) for c in r.calls] for r in records],
+            [[c.output_logprobs for c in r.calls] for r in records],
+            reused,
+        )
+    (ids, logprobs, reused), (ids_alone, logprobs_alone, none) = runs[True], runs[False]
+    assert ids == ids_alone and sum(map(len, ids)) > 2  # several calls an episode
+    for mine, alone in zip(logprobs, logprobs_alone, strict=True):
+        for a, b in zip(mine, alone, strict=True):
+            assert a == pytest.approx(b, abs=1e-3)
+    assert not any(none) and sum(r > 0 for r in reused) == sum(map(len, ids)) - len(ids)
 
 
 def test_episodes_of_the_engine_record_the_model_tokens(policy: TransformersPolicy) -> None:

@@ -12,7 +12,10 @@ Calls from concurrent episodes are batched: whatever calls are waiting when the 
 generated together, in a worker thread, so the event loop keeps stepping environments
 meanwhile. The system prompt (a world's rules and tools, most of every prompt) is read once:
 its keys and values are kept and shared by every call that starts with it, and only each
-call's own tokens are read. A prompt that leaves no room for the reply in the model's context
+call's own tokens are read. An episode keeps the keys and values of its own tokens (the
+request, the turns so far, its last reply) from one call to the next, so each call reads only
+what is new since its last (the latest observation): a long episode's prompts cost their growth,
+not their length. A prompt that leaves no room for the reply in the model's context
 is refused with :class:`~envfactory.policies.base.ContextOverflow` (the episode is truncated,
 as a server's "context length exceeded" truncates it). :meth:`TransformersPolicy.from_path`
 loads the embedded model or any local one (:mod:`envfactory.integrations.embedded`).
@@ -47,12 +50,38 @@ ATTENTION_BUDGET = 1 << 26
 
 
 @dataclass
+class Kept:
+    """An episode's own keys and values from its last call: those of ``ids`` (its tokens after
+    the shared ``prefix``), one ``[kv heads, len(ids), head dim]`` pair per layer."""
+
+    prefix: tuple[int, ...]
+    ids: list[int]
+    layers: list[tuple[Any, Any]] = field(repr=False)
+
+    def reusable(self, prefix: tuple[int, ...], own: list[int]) -> int:
+        """How many leading tokens of ``own`` (after ``prefix``) these keys and values hold,
+        leaving at least one token to read."""
+        if prefix != self.prefix:
+            return 0
+        n = 0
+        for a, b in zip(self.ids, own[:-1], strict=False):
+            if a != b:
+                break
+            n += 1
+        return n
+
+
+@dataclass
 class Generated:
-    """One reply: its tokens (up to and with the stop token) and their logprobs."""
+    """One reply: its tokens (up to and with the stop token) and their logprobs; ``kept``:
+    the keys and values its episode can reuse next call, ``reused``: how many of the prompt's
+    own tokens were not read again."""
 
     output_ids: list[int]
     logprobs: list[float]
     stopped: bool  # ended on a stop token (else on the token limit)
+    kept: Kept | None = field(default=None, repr=False)
+    reused: int = 0
 
 
 @dataclass
@@ -63,6 +92,7 @@ class PendingCall:
     prefix: int  # leading tokens shared by other calls (the system prompt), 0: none
     grammar: str | None  # the grammar the reply must follow, None: free text
     done: asyncio.Future[Generated] = field(repr=False)
+    kept: Kept | None = None  # the episode's keys and values from its last call
 
 
 class TransformersSession:
@@ -73,6 +103,7 @@ class TransformersSession:
         self.harness = ctx.harness
         self.tools = ctx.tools
         self.choices: Choices | None = None  # what the world offers now (a page's ids)
+        self.kept: Kept | None = None  # this episode's keys and values from its last call
 
     def replay(self, observations: list[Any]) -> None:
         self._see(observations)  # the transcript is the rest of the state
@@ -94,8 +125,12 @@ class TransformersSession:
                 f"more in the model's context of {p.context}"
             )
         out = await p.generate(
-            prompt_ids, self._prefix(request.messages, prompt_ids), self._grammar(request)
+            prompt_ids,
+            self._prefix(request.messages, prompt_ids),
+            self._grammar(request),
+            self.kept if p.reuse else None,
         )
+        self.kept = out.kept
         text = p.tokenizer.decode(out.output_ids, skip_special_tokens=True)
         plain, calls = parse_tool_calls(text)
         actions: list[RawAction] = list(calls)
@@ -137,7 +172,8 @@ class TransformersSession:
 class TransformersPolicy:
     """``model`` (a causal LM) and its ``tokenizer`` (with a chat template) as a rollout
     policy. ``temperature`` 0 decodes greedily; ``stop_ids`` end a reply (default: the
-    tokenizer's end of text)."""
+    tokenizer's end of text); ``reuse``: an episode's calls reuse the keys and values of its
+    earlier tokens (same replies, fewer tokens read)."""
 
     local = True
     decodes_grammar = True  # can run tool_format "grammar"
@@ -152,6 +188,7 @@ class TransformersPolicy:
         name: str | None = None,
         stop_ids: tuple[int, ...] | None = None,
         max_batch: int = 8,
+        reuse: bool = True,
     ) -> None:
         from envfactory.integrations.kv import use_grouped_sdpa
 
@@ -164,6 +201,7 @@ class TransformersPolicy:
         self.stop_ids = stop_ids or (tokenizer.eos_token_id,)
         self.end_id = tokenizer.get_vocab().get(END_OF_TURN, self.stop_ids[0])  # ends a reply
         self.max_batch = max_batch
+        self.reuse = reuse
         self.context: int | None = getattr(model.config, "max_position_embeddings", None)
         self._waiting: list[PendingCall] = []
         self._prefixes: dict[tuple[int, ...], Any] = {}  # prefix tokens -> their keys, values
@@ -199,13 +237,19 @@ class TransformersPolicy:
         return TransformersSession(self, ctx)
 
     async def generate(
-        self, prompt_ids: list[int], prefix: int = 0, grammar: str | None = None
+        self,
+        prompt_ids: list[int],
+        prefix: int = 0,
+        grammar: str | None = None,
+        kept: Kept | None = None,
     ) -> Generated:
         """One reply to ``prompt_ids``, generated in a batch with the calls waiting beside it;
         its first ``prefix`` tokens (a system prompt other calls share) are read once and
-        their keys and values kept. A ``grammar`` (Lark, llguidance's dialect) constrains it."""
+        their keys and values kept. A ``grammar`` (Lark, llguidance's dialect) constrains it.
+        ``kept``: the episode's own keys and values from its last call (the tokens they hold
+        are not read again); the reply's ``kept`` holds this call's, where a prefix is shared."""
         loop = asyncio.get_running_loop()
-        call = PendingCall(prompt_ids, prefix, grammar, loop.create_future())
+        call = PendingCall(prompt_ids, prefix, grammar, loop.create_future(), kept)
         self._waiting.append(call)
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._drain())
@@ -239,7 +283,8 @@ class TransformersPolicy:
             for part in _within_budget(members, own):
                 prompts = [calls[i].prompt_ids for i in part]
                 grammars = [calls[i].grammar for i in part]
-                replies = self._generate(prompts, list(prefix), grammars)
+                kept = [calls[i].kept for i in part]
+                replies = self._generate(prompts, list(prefix), grammars, kept)
                 out.update(zip(part, replies, strict=True))
         return [out[i] for i in range(len(calls))]
 
@@ -267,26 +312,36 @@ class TransformersPolicy:
         prompts: list[list[int]],
         prefix: list[int] | None = None,
         grammars: list[str | None] | None = None,
+        kept: list[Kept | None] | None = None,
     ) -> list[Generated]:
-        """Replies to ``prompts``, which all start with ``prefix``: sequences are the prefix,
-        padding, then each prompt's own tokens (positions follow the attention mask). Each
-        reply follows its grammar, where it has one."""
+        """Replies to ``prompts``, which all start with ``prefix``. Each row is the prefix, then
+        the tokens whose keys and values its episode ``kept`` (left-padded to the longest such
+        run), then the rest of its own tokens (left-padded): positions follow the attention
+        mask, so padding moves no token. Each reply follows its grammar, where it has one."""
         import torch
 
-        prefix = prefix or []
-        own = [p[len(prefix) :] for p in prompts]
-        width = len(prefix) + max(len(p) for p in own)
-        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        gap = [width - len(prefix) - len(p) for p in own]
-        ids = torch.tensor([prefix + [pad] * g + p for g, p in zip(gap, own, strict=True)])
-        mask = torch.tensor(
-            [[1] * len(prefix) + [0] * g + [1] * len(p) for g, p in zip(gap, own, strict=True)]
-        )
-        room = width - len(prefix) + self.max_new_tokens
         from envfactory.integrations.kv import GROUPED_SDPA
 
-        shares = prefix and self.model.config._attn_implementation == GROUPED_SDPA
-        cache = self._prefix_cache(prefix, len(prompts), room) if shares else None
+        prefix = prefix or []
+        key = tuple(prefix)
+        own = [p[len(prefix) :] for p in prompts]
+        shares = bool(prefix) and self.model.config._attn_implementation == GROUPED_SDPA
+        olds: list[Kept | None] = list(kept) if shares and kept else [None] * len(prompts)
+        reused = [k.reusable(key, o) if k else 0 for k, o in zip(olds, own, strict=True)]
+        fresh = [o[r:] for o, r in zip(own, reused, strict=True)]
+        held, new = max(reused), max(map(len, fresh))
+        width = len(prefix) + held + new
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        rows, masks = [], []
+        for o, r, f in zip(own, reused, fresh, strict=True):
+            gaps = (held - r, new - len(f))
+            rows.append([*prefix, *[pad] * gaps[0], *o[:r], *[pad] * gaps[1], *f])
+            masks.append([1] * len(prefix) + [0] * gaps[0] + [1] * r + [0] * gaps[1] + [1] * len(f))
+        ids, mask = torch.tensor(rows), torch.tensor(masks)
+        cache = None
+        if shares:
+            cache = self._prefix_cache(prefix, len(prompts), held + new + self.max_new_tokens)
+            _fill_kept(cache, olds, reused, held)
         sample = self.temperature > 0
         processors = []
         if grammars and any(g is not None for g in grammars):
@@ -318,9 +373,12 @@ class TransformersPolicy:
         for row in range(len(prompts)):
             tokens = [int(t) for t in out.sequences[row, width:]]
             end = next((i + 1 for i, t in enumerate(tokens) if t in self.stop_ids), None)
-            kept = tokens if end is None else tokens[:end]
-            logprobs = [float(x) for x in scores[row, : len(kept)]]
-            results.append(Generated(kept, logprobs, end is not None))
+            done = tokens if end is None else tokens[:end]
+            logprobs = [float(x) for x in scores[row, : len(done)]]
+            mine = None
+            if cache is not None and self.reuse:
+                mine = _kept_row(cache, key, row, own[row], reused[row], held, new, done)
+            results.append(Generated(done, logprobs, end is not None, mine, reused[row]))
         return results
 
     async def aclose(self) -> None:
@@ -340,3 +398,50 @@ def _within_budget(members: list[int], own: dict[int, int]) -> list[list[int]]:
             batch = []
         batch.append(i)
     return [*batches, batch] if batch else batches
+
+
+def _fill_kept(cache: Any, kept: list[Kept | None], reused: list[int], held: int) -> None:
+    """Write each row's reused keys and values into the first ``held`` own positions of
+    ``cache`` (right-aligned; the padding before them zero, and masked)."""
+    if not held:
+        return
+    for n, layer in enumerate(cache.layers):
+        layer._keys[:, :, :held] = 0
+        layer._values[:, :, :held] = 0
+        for row, (k, r) in enumerate(zip(kept, reused, strict=True)):
+            if k is not None and r:
+                keys, values = k.layers[n]
+                layer._keys[row, :, held - r : held] = keys[:, :r]
+                layer._values[row, :, held - r : held] = values[:, :r]
+        layer.filled = held
+
+
+def _kept_row(
+    cache: Any,
+    prefix: tuple[int, ...],
+    row: int,
+    own: list[int],
+    reused: int,
+    held: int,
+    new: int,
+    reply: list[int],
+) -> Kept:
+    """The keys and values ``row`` holds for its own tokens and its reply (all but a last token
+    never read back), copied out of the batch's cache."""
+    import torch
+
+    read = len(own) - reused
+    wrote = cache.layers[0].filled - held - new  # reply tokens read back: all but the last
+    n_reply = max(0, min(len(reply), wrote))
+    slots = torch.cat(
+        [
+            torch.arange(held - reused, held),
+            torch.arange(held + new - read, held + new),
+            torch.arange(held + new, held + new + n_reply),
+        ]
+    )
+    layers = [
+        (layer._keys[row].index_select(1, slots), layer._values[row].index_select(1, slots))
+        for layer in cache.layers
+    ]
+    return Kept(prefix, [*own, *reply[:n_reply]], layers)
