@@ -14,6 +14,7 @@ import envfactory
 from envfactory.harness.config import HarnessConfig
 from envfactory.integrations.trl import (
     EnvfactoryRollout,
+    beyond_request,
     environment_factory,
     task_dataset,
     task_rows,
@@ -23,6 +24,7 @@ from envfactory.integrations.trl import (
 from envfactory.policies.openai import OpenAIPolicy
 from envfactory.policies.scripted import answer_text
 from envfactory.rollout.types import EngineConfig, TaskRef
+from envfactory.web import browser
 
 pytestmark = pytest.mark.integrations
 
@@ -81,6 +83,23 @@ def test_gold_plan_through_tool_methods_scores_one(index: int) -> None:
     # a fresh reset starts over
     env.reset(task_id=task.public.task_id)
     assert env.get_reward() == 0.0
+
+
+def test_reset_returns_what_the_first_observation_adds_to_the_prompt() -> None:
+    """A database world's first observation is the request the prompt holds: nothing to add.
+    A web world's brings the page, which TRL appends to the prompt's request."""
+    task = envfactory.make("retail").task("train", 1, 0)
+    assert tool_env_class("retail")().reset(task_id=task.public.task_id) is None
+    assert beyond_request("Do X.", "Do X.\n\nURL: (home)") == "\n\nURL: (home)"
+    assert beyond_request("Do X.", "Something else") == "\n\nSomething else"
+    if browser.available() is not None:
+        pytest.skip(f"no browser: {browser.available()}")
+    web = envfactory.make("web-hotel").task("train", 0, 0)
+    env = tool_env_class("web-hotel")()
+    page = env.reset(task_id=web.public.task_id)
+    assert page is not None and page.startswith("\n\nURL: (home)") and "[nav-" in page
+    assert web.public.instruction + page == env._episode.reset(web).content
+    env._episode.close()
 
 
 def test_bad_rows_and_arguments_are_clear_errors() -> None:

@@ -86,7 +86,9 @@ class EnvfactoryToolEnv:
         self.task_id: str | None = None
 
     def reset(self, **row: Any) -> str | None:
-        """Start the row's task (``row['task_id']``); the prompt already holds the request."""
+        """Start the row's task (``row['task_id']``). The prompt already holds the request; the
+        return is what the episode's first observation adds to it (a web world's page), which
+        TRL appends to the prompt's last message, or None where it adds nothing."""
         task_id = row.get(TASK_KEY)
         if not isinstance(task_id, str):
             raise ValueError(f"a row needs a {TASK_KEY!r} (env/split/difficulty/index)")
@@ -96,9 +98,9 @@ class EnvfactoryToolEnv:
         if self._episode is not None:
             self._episode.close()
         self._episode = env.episode()
-        self._episode.reset(task)
+        first = str(self._episode.reset(task).content)
         self.task_id = task_id
-        return None
+        return beyond_request(task.public.instruction, first)
 
     def _act(self, action: ToolCall | Message) -> str:
         if self._episode is None:
@@ -130,6 +132,15 @@ class EnvfactoryToolEnv:
         """The verifier's reward for the episode so far (None when the environment failed:
         TRL leaves such a rollout out rather than scoring it 0)."""
         return self.verdict.reward
+
+
+def beyond_request(instruction: str, first: str) -> str | None:
+    """What ``first`` (an episode's first observation) adds to ``instruction`` (the request a
+    row's prompt holds): the rest where it begins with the request, all of it on a new
+    paragraph where it does not, None where the two are the same."""
+    if first == instruction:
+        return None
+    return first[len(instruction) :] if first.startswith(instruction) else f"\n\n{first}"
 
 
 def _annotation(schema: dict[str, Any]) -> Any:
