@@ -304,6 +304,33 @@ def test_calibration_takes_test_tasks_where_a_world_has_no_validation_split(
     assert hotel.split == "validation"
 
 
+def test_calibration_jobs_measure_cells_in_processes_and_keep_them(tmp_path: Path) -> None:
+    """`--jobs 2`: the cells left to measure go to worker processes (as many as there are
+    cells, at most two), each kept in the file as it comes back; a cell already in the file is
+    neither measured nor lost."""
+    kept = tmp_path / "calibration.jsonl"
+    planted = {
+        "env": "hotel", "difficulty": 0, "tasks": 10, "success": 0.3, "ci95": [0.1, 0.6],
+        "mean_reward": 0.3, "tool_call_valid_rate": 1.0, "invalid_argument_rate": 0.0,
+        "calls_attempted": 10, "turns_mean": 1.0, "prompt_tokens": 1, "completion_tokens": 1,
+        "faults": 0, "tool_format": "grammar", "split": "validation", "max_turns": 2,
+        "reach": 1.0,
+    }  # fmt: skip
+    kept.write_text(json.dumps(planted) + "\n")
+    done = cli("bench", "--calibration", "--envs", "hotel,term-git", "--difficulties", "0",
+               "--tasks", "1", "--max-turns", "1", "--max-tokens", "8", "--jobs", "2",
+               "--out", str(kept), "--json")  # fmt: skip
+    cells = json.loads(done.stdout)
+    got = [(c["env"], c["difficulty"]) for c in cells]
+    assert got == [("hotel", 0), ("term-git", 0)]
+    assert cells[0] == planted  # kept, not measured again
+    measured = cells[1]
+    assert measured["tasks"] == 1 and measured["tool_format"] == "grammar"
+    assert measured["reach"] == 1.0 and measured["calls_attempted"] >= 1
+    stored = [json.loads(line) for line in kept.read_text().splitlines()]
+    assert sorted(stored, key=lambda c: (c["env"], c["difficulty"])) == cells
+
+
 def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

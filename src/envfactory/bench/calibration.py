@@ -11,10 +11,13 @@ attempted call that is not valid.
 from __future__ import annotations
 
 import math
+import multiprocessing
 from collections import defaultdict
 from collections.abc import Callable, Container, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -212,13 +215,8 @@ def _calibrate_world(
     fit_plan: bool,
 ) -> list[CalibrationCell]:
     world = make(env)
-    levels = [
-        d
-        for d in (difficulties or world.difficulties)
-        if d in world.difficulties and (env, d) not in skip
-    ]
     cells = []
-    for d in levels:
+    for d in levels_to_measure(world, difficulties, skip):
         split_d = split_for(world, split, d)
         refs = [TaskRef(env, split_d, d, i) for i in range(tasks)]
         refs = refs[: world.capacity(split_d, d) or tasks]
@@ -229,6 +227,69 @@ def _calibrate_world(
         reach = reach_within(world, refs, cell_harness, needs)
         cells.append(tally.cell(env, d, cell_harness, split_d, reach))
     return cells
+
+
+def levels_to_measure(
+    world: Environment, difficulties: Sequence[int] | None, skip: Container[tuple[str, int]]
+) -> list[int]:
+    """The levels of ``world`` among ``difficulties`` (all: None) not in ``skip``."""
+    chosen = difficulties or world.difficulties
+    return [d for d in chosen if d in world.difficulties and (world.id, d) not in skip]
+
+
+_WORKER_POLICY: list[RolloutPolicy] = []  # the model of a calibration worker process
+
+
+def _load_worker_policy(model: str | None, sampling: dict[str, Any]) -> None:
+    from envfactory.integrations.local_model import TransformersPolicy
+
+    _WORKER_POLICY.append(TransformersPolicy.from_path(model, **sampling))
+
+
+def _measure_cell(
+    env: str, difficulty: int, tasks: int, split: Split, harness: dict[str, Any], fit_plan: bool
+) -> list[dict[str, Any]]:
+    config = HarnessConfig.model_validate(harness)
+    got = _calibrate_world(
+        _WORKER_POLICY[0], env, tasks, [difficulty], split, config, None, (), fit_plan
+    )
+    return [c.model_dump(mode="json") for c in got]
+
+
+def calibrate_in_processes(
+    model: str | None,
+    sampling: dict[str, Any],
+    cells: Sequence[tuple[str, int]],
+    tasks: int,
+    harness: HarnessConfig,
+    jobs: int,
+    split: Split = "validation",
+    fit_plan: bool = True,
+    on_cell: Callable[[list[CalibrationCell]], None] | None = None,
+) -> list[CalibrationCell]:
+    """:func:`calibrate` of the (world, difficulty) ``cells``, ``jobs`` at a time, each in a
+    worker process holding its own copy of the local model at ``model`` (None: the embedded
+    one; ``sampling``: :class:`TransformersPolicy` options). On a CPU each process runs one
+    torch thread, so N processes measure about N times as many cells an hour on N free cores.
+    ``on_cell`` gets each cell's row as soon as it is measured (in this process: one writer)."""
+    out: list[CalibrationCell] = []
+    context = multiprocessing.get_context("spawn")  # no copy of this process's threads
+    with ProcessPoolExecutor(
+        max(1, min(jobs, len(cells))),
+        mp_context=context,
+        initializer=_load_worker_policy,
+        initargs=(model, sampling),
+    ) as pool:
+        config = harness.model_dump(mode="json")
+        futures = [
+            pool.submit(_measure_cell, env, d, tasks, split, config, fit_plan) for env, d in cells
+        ]
+        for done in as_completed(futures):
+            got = [CalibrationCell.model_validate(c) for c in done.result()]
+            if got and on_cell is not None:
+                on_cell(got)
+            out += got
+    return sorted(out, key=lambda c: (c.env, c.difficulty))
 
 
 def reach_within(

@@ -96,6 +96,13 @@ def bench(
         help="--calibration: a JSON-lines file; each world's cells are appended as they are "
         "measured, and cells already in it are kept and not measured again (resume).",
     ),
+    jobs: int = typer.Option(
+        1,
+        "--jobs",
+        min=1,
+        help="--calibration: cells measured at once, each in a process with its own copy of "
+        "the model (one torch thread each: up to one per core).",
+    ),
     tool_format: str = typer.Option(
         "grammar",
         "--tool-format",
@@ -127,7 +134,17 @@ def bench(
             max_turns=max_turns,
         )
         _calibration(
-            tasks, envs, difficulties, model, harness, not fixed_turns, max_tokens, plot, out, json
+            tasks,
+            envs,
+            difficulties,
+            model,
+            harness,
+            not fixed_turns,
+            max_tokens,
+            plot,
+            out,
+            json,
+            jobs,
         )
         return
     result: BaseModel
@@ -214,17 +231,21 @@ def _calibration(
     plot: str | None,
     out: Path | None,
     json: bool,
+    jobs: int,
 ) -> None:
     from rich.progress import Progress
 
     from envfactory.bench.calibration import (
         calibrate,
+        calibrate_in_processes,
+        levels_to_measure,
         load_cells,
         plot_calibration,
         single_agent_worlds,
         store_cells,
     )
     from envfactory.cli.rollout import local_policy
+    from envfactory.registry import make
 
     worlds = world_ids(e.strip() for e in envs.split(",") if e.strip()) or single_agent_worlds()
     levels = [int(d) for d in difficulties.split(",") if d.strip()] or None
@@ -234,24 +255,39 @@ def _calibration(
         if c.tool_format == harness.tool_format and (not fit_plan or c.reach == 1.0)
     ]
     policy = local_policy(model, {"temperature": 0.7, "max_tokens": max_tokens})
+    skip = {(c.env, c.difficulty) for c in kept}
 
     def keep(cells: list[CalibrationCell]) -> None:
         if out is not None:
             store_cells(out, cells)
 
     with Progress(console=err_console, transient=True) as bar:
-        job = bar.add_task(f"{policy.info.name} episodes", total=None)
-        cells = calibrate(
-            policy,
-            worlds,
-            tasks,
-            levels,
-            harness=harness,
-            on_episode=lambda _: bar.advance(job),
-            on_world=keep,
-            skip={(c.env, c.difficulty) for c in kept},
-            fit_plan=fit_plan,
-        )
+        if jobs > 1:
+            todo = [(w, d) for w in worlds for d in levels_to_measure(make(w), levels, skip)]
+            job = bar.add_task(f"{policy.info.name} cells, {jobs} at once", total=len(todo))
+
+            def kept_cell(cells: list[CalibrationCell]) -> None:
+                keep(cells)
+                bar.advance(job)
+
+            sampling = {"temperature": 0.7, "max_new_tokens": max_tokens}
+            path = None if model == "default" else model
+            cells = calibrate_in_processes(
+                path, sampling, todo, tasks, harness, jobs, fit_plan=fit_plan, on_cell=kept_cell
+            )
+        else:
+            job = bar.add_task(f"{policy.info.name} episodes", total=None)
+            cells = calibrate(
+                policy,
+                worlds,
+                tasks,
+                levels,
+                harness=harness,
+                on_episode=lambda _: bar.advance(job),
+                on_world=keep,
+                skip=skip,
+                fit_plan=fit_plan,
+            )
     cells = sorted(
         [c for c in kept if c.env in worlds and (levels is None or c.difficulty in levels)] + cells,
         key=lambda c: (c.env, c.difficulty),
