@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from envfactory.cli.common import console, fail, load_env
+from envfactory.cli.common import console, err_console, fail, load_env
 from envfactory.errors import EnvFactoryError
 
 
@@ -58,6 +58,13 @@ def train(
         threads=threads,
         sft_tasks=sft_tasks,
     )
+    busy = os.getloadavg()[0]
+    if threads > 1 and busy >= 1.0:
+        err_console.print(
+            f"[yellow]warning:[/] load average {busy:.1f} before training: other jobs share the "
+            f"cores, and with {threads} torch threads every matrix product waits for a busy "
+            "core (runs took over ten times as long); pass --threads 1 beside other jobs"
+        )
     try:
         with contextlib.redirect_stdout(sys.stderr):  # the trainer prints its logs
             result = run(settings, out, model)
