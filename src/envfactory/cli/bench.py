@@ -101,7 +101,7 @@ def bench(
         "--jobs",
         min=1,
         help="--calibration: cells measured at once, each in a process with its own copy of "
-        "the model (one torch thread each: up to one per core).",
+        "the model and its share of the cores (up to one per core).",
     ),
     tool_format: str = typer.Option(
         "grammar",
