@@ -85,3 +85,13 @@ def test_prefixed_attention_matches_attention_over_the_whole_sequence() -> None:
     ours, _ = grouped_sdpa(module, q, own_k, own_v, mask, scaling=0.25)  # type: ignore[arg-type]
     assert torch.allclose(ours[1], stock[1], atol=1e-5)
     assert torch.allclose(ours[0, 2:], stock[0, 2:], atol=1e-5)  # padding queries' outputs unused
+
+
+def test_the_decode_benchmark_compares_like_with_like() -> None:
+    """`bench --decode` at tiny sizes: both comparisons (stock against envfactory's batch
+    decoding, whole episodes read afresh against reused) give the same tokens."""
+    from envfactory.bench.decode import bench_decode
+
+    got = bench_decode(batch=2, prefix=32, own=8, new=2, repeats=1, calls=3, observation=8)
+    assert got.same_tokens and got.episode_same_tokens
+    assert got.episode_calls == 3 and got.episode_fresh_s > 0 and got.episode_reuse_s > 0

@@ -5,13 +5,20 @@ are): transformers' dynamic cache (the prefix copied per row) and SDPA with repe
 value heads, against the shared prefix held once and attended once per step, the rest written
 in place, and grouped attention (:mod:`envfactory.integrations.kv`). Same tokens, greedy; the
 medians of ``repeats`` runs each, interleaved.
+
+Then whole episodes: ``batch`` episodes of ``calls`` calls each through
+:class:`~envfactory.integrations.local_model.TransformersPolicy`, every prompt the last one,
+its reply and ``observation`` new tokens, with each episode's earlier keys and values reused
+against every prompt read afresh (same tokens, greedy; medians, interleaved).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from statistics import median
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -26,11 +33,58 @@ class DecodeBench(BaseModel):
     envfactory_s: float
     speedup: float
     same_tokens: bool
+    episode_calls: int
+    observation_tokens: int
+    episode_fresh_s: float
+    episode_reuse_s: float
+    episode_speedup: float
+    episode_same_tokens: bool
     load_avg: tuple[float, float, float]
 
 
+def _episodes(
+    local: Any,
+    prefix: list[int],
+    own: list[list[int]],
+    observations: list[list[list[int]]],
+    new: int,
+    reuse: bool,
+) -> list[list[int]]:
+    """Every reply of ``len(own)`` greedy episodes run side by side: each call's prompt is the
+    shared ``prefix``, the episode's tokens so far, and its next observation after the first."""
+    from envfactory.integrations.local_model import Kept, TransformersPolicy
+
+    policy = TransformersPolicy(
+        local.model, local.tokenizer, temperature=0, max_new_tokens=new,
+        stop_ids=local.stop_ids, max_batch=len(own), reuse=reuse,
+    )  # fmt: skip
+    sofar = [list(o) for o in own]
+    kept: list[Kept | None] = [None] * len(own)
+    replies: list[list[int]] = []
+
+    async def call() -> list[Any]:
+        calls = (
+            policy.generate(prefix + s, len(prefix), None, k)
+            for s, k in zip(sofar, kept, strict=True)
+        )
+        return list(await asyncio.gather(*calls))
+
+    for step in range(len(observations[0])):
+        for row, out in enumerate(asyncio.run(call())):
+            kept[row] = out.kept
+            replies.append(out.output_ids)
+            sofar[row] += out.output_ids + observations[row][step]
+    return replies
+
+
 def bench_decode(
-    batch: int = 8, prefix: int = 1500, own: int = 200, new: int = 32, repeats: int = 2
+    batch: int = 8,
+    prefix: int = 1500,
+    own: int = 200,
+    new: int = 32,
+    repeats: int = 2,
+    calls: int = 6,
+    observation: int = 200,
 ) -> DecodeBench:
     import torch
     from transformers import DynamicCache
@@ -75,6 +129,20 @@ def bench_decode(
                 tokens[name] = out
     finally:
         model.set_attn_implementation(GROUPED_SDPA)
+    rows = 2  # episodes side by side
+    opening = [ids[row, prefix:].tolist() for row in range(rows)]
+    seen = [
+        [torch.randint(100, 40_000, (observation,), generator=gen).tolist() for _ in range(calls)]
+        for _ in range(rows)
+    ]
+    runs: dict[bool, list[float]] = {True: [], False: []}
+    replies: dict[bool, list[list[int]]] = {}
+    for _ in range(repeats):
+        for reuse in (False, True):
+            start = time.perf_counter()
+            replies[reuse] = _episodes(local, shared[0].tolist(), opening, seen, new, reuse)
+            runs[reuse].append(time.perf_counter() - start)
+    fresh, reused = median(runs[False]), median(runs[True])
     stock, ours = median(times["stock"]), median(times["envfactory"])
     return DecodeBench(
         model=local.name,
@@ -86,5 +154,11 @@ def bench_decode(
         envfactory_s=round(ours, 2),
         speedup=round(stock / ours, 2),
         same_tokens=bool(torch.equal(tokens["stock"], tokens["envfactory"])),
+        episode_calls=calls,
+        observation_tokens=observation,
+        episode_fresh_s=round(fresh, 2),
+        episode_reuse_s=round(reused, 2),
+        episode_speedup=round(fresh / reused, 2),
+        episode_same_tokens=replies[True] == replies[False],
         load_avg=os.getloadavg(),
     )
