@@ -23,12 +23,12 @@ def train(
     learning_rate: float = typer.Option(1e-4, "--lr", help="AdamW learning rate."),
     eval_tasks: int = typer.Option(83, "--eval-tasks", min=1, help="Test tasks judged."),
     max_new_tokens: int = typer.Option(80, "--max-new-tokens", min=8, help="Tokens per reply."),
-    threads: int = typer.Option(
-        os.cpu_count() or 1,
+    threads: int | None = typer.Option(
+        None,
         "--threads",
         min=1,
-        help="Torch threads (default: every core; 1 when other jobs share the machine, since "
-        "a thread waiting for a busy core slows every matrix product).",
+        help="Torch threads (default: the cores idle as the run starts, by CPU use and load "
+        "average; a thread waiting for a core another job holds slows every matrix product).",
     ),
     sft_tasks: int = typer.Option(
         0, "--sft-tasks", min=0, help="Warm-start on the gold plans of this many train tasks."
@@ -43,9 +43,10 @@ def train(
     world's train tasks; measure greedy test success before and after, with 95% intervals.
     Writes OUT/train-grpo-cpu.json and OUT/train-grpo-cpu.png."""
     try:
-        from envfactory.training.grpo_cpu import TrainSettings, run
+        from envfactory.training.grpo_cpu import TrainSettings, idle_cores, run
     except ImportError as exc:
         raise fail(f"train needs the integrations extra (make setup): {exc}") from None
+    idle = idle_cores()
     settings = TrainSettings(
         world=load_env(world).id,  # an id, a domain file or a folder holding one world
         difficulty=difficulty,
@@ -55,16 +56,18 @@ def train(
         learning_rate=learning_rate,
         eval_tasks=eval_tasks,
         max_new_tokens=max_new_tokens,
-        threads=threads,
+        threads=threads or idle,
         sft_tasks=sft_tasks,
     )
-    busy = os.getloadavg()[0]
-    if threads > 1 and busy >= 1.0:
+    cores = os.cpu_count() or 1
+    if settings.threads > idle:
         err_console.print(
-            f"[yellow]warning:[/] load average {busy:.1f} before training: other jobs share the "
-            f"cores, and with {threads} torch threads every matrix product waits for a busy "
-            "core (runs took over ten times as long); pass --threads 1 beside other jobs"
+            f"[yellow]warning:[/] {settings.threads} torch threads with {idle} of {cores} cores "
+            "idle: every matrix product waits for a busy core (runs took over ten times as "
+            "long); leave --threads out to use the idle ones"
         )
+    elif threads is None and idle < cores:
+        err_console.print(f"torch threads: {idle}, the cores idle of {cores}")
     try:
         with contextlib.redirect_stdout(sys.stderr):  # the trainer prints its logs
             result = run(settings, out, model)
