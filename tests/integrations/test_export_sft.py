@@ -155,6 +155,7 @@ def sft_step(model: Any, tokenizer: Any, data: Any, tmp_path: Path) -> float:
         per_device_train_batch_size=1,
         report_to=[],
         use_cpu=True,
+        bf16=False,  # TRL turns it on; on a CPU without bf16 units it is ten times slower
         save_strategy="no",
         logging_steps=1,
         optim="sgd",  # one step: the optimiser only has to move the weights, cheaply
