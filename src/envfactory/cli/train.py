@@ -27,8 +27,8 @@ def train(
         None,
         "--threads",
         min=1,
-        help="Torch threads (default: the cores idle as the run starts, by CPU use and load "
-        "average; a thread waiting for a core another job holds slows every matrix product).",
+        help="Torch threads (default: the cores idle as the run starts, by their CPU use; a "
+        "thread waiting for a core another job holds slows every matrix product).",
     ),
     sft_tasks: int = typer.Option(
         0, "--sft-tasks", min=0, help="Warm-start on the gold plans of this many train tasks."

@@ -50,23 +50,21 @@ class TrainSettings(BaseModel):
     threads: int = Field(default_factory=lambda: os.cpu_count() or 1)
 
 
-def threads_for(cores: int, busy_share: float, load_1min: float) -> int:
-    """Torch threads for a run on ``cores`` cores: the cores idle now (a core counts when at
-    least three quarters of it was unused in the sample, ``busy_share`` of all CPU time was
-    used) and not taken by the last minute's load, at least one. A torch thread that waits for
-    a core another job holds stalls every matrix product, so fewer threads is the safe side."""
-    sampled = math.floor(cores * (1 - busy_share) + 0.25)
-    by_load = cores - math.floor(load_1min)
-    return max(1, min(sampled, by_load, cores))
+def threads_for(cores: int, busy_share: float) -> int:
+    """Torch threads for a run on ``cores`` cores of which ``busy_share`` of the CPU time was
+    used in a sample: the idle cores (a core counts when at least three quarters of it was
+    unused), at least one. A torch thread that waits for a core another job holds stalls every
+    matrix product, so fewer threads is the safe side."""
+    return max(1, min(cores, math.floor(cores * (1 - busy_share) + 0.25)))
 
 
-def idle_cores(sample_s: float = 1.0) -> int:
-    """:func:`threads_for` this machine now: CPU use sampled over ``sample_s`` seconds and
-    the one-minute load average."""
+def idle_cores(sample_s: float = 2.0) -> int:
+    """:func:`threads_for` this machine, its CPU use sampled over ``sample_s`` seconds (not
+    the load average, which counts this process's own start and jobs that ended a minute
+    ago)."""
     import psutil
 
-    busy = psutil.cpu_percent(interval=sample_s) / 100
-    return threads_for(os.cpu_count() or 1, busy, os.getloadavg()[0])
+    return threads_for(os.cpu_count() or 1, psutil.cpu_percent(interval=sample_s) / 100)
 
 
 class Held(BaseModel):
