@@ -148,7 +148,7 @@ def grpo(model: Any, tokenizer: Any, stop_ids: tuple[int, ...], s: TrainSettings
         beta=0.0,
         seed=s.seed,
         use_cpu=True,
-        bf16=False,  # TRL's default; bf16 autocast on a CPU without bf16 units is ~10x slower
+        bf16=False,  # TRL defaults to bf16 autocast: ~10x slower on a CPU without bf16 units
         gradient_checkpointing=False,
         logging_steps=1,
         report_to="none",
