@@ -24,10 +24,12 @@ from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import TaskRef
 from envfactory.serving.config import ServeConfig
 from envfactory.serving.engine import Engine
+from envfactory.tasks.types import PlanStep
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS
 from envfactory.web.environment import WebEnvironment, WebHidden
 from envfactory.web.episode import WebEpisode
+from envfactory.web.guide import walkthrough
 from envfactory.web.policies import RandomClicker
 from envfactory.web.site import site
 
@@ -60,6 +62,55 @@ def test_web_tasks_are_the_domains_tasks_with_browser_plans() -> None:
     assert task.hidden.clutter == 3 and task.hidden.gold_plan[0].arguments == {
         "bid": "popup-dismiss"
     }
+
+
+def test_the_starter_level_lists_its_browser_actions() -> None:
+    """Difficulty 0 is the web's "ids given": the request, then the gold browser actions as
+    calls. A question's answer is not written out, nor a value the user must give; the
+    levels above are the domain's request alone."""
+    env, domain = envfactory.make("web-hotel"), envfactory.make("hotel")
+    task, base = env.task("validation", 0, 0), domain.task("validation", 0, 0)
+    request, guide = task.public.instruction.split("\n\n", 1)
+    assert request == base.public.instruction
+    steps = guide.splitlines()[1:]
+    assert len(steps) == len(task.hidden.gold_plan)
+    assert steps[1] == '2. fill(bid="cancel_reservation-reservation_id", value="RES-00221")'
+    asked = envfactory.make("web-library").task("validation", 0, 1)
+    assert asked.hidden.answers and asked.public.instruction.splitlines()[-1] == (
+        "4. send_msg_to_user(text=...): what you were asked for"
+    )
+    assert not any(str(a) in asked.public.instruction for a in asked.hidden.answers)
+    told = PlanStep(tool="fill", arguments={"bid": "x", "value": "7"}, from_user={"value": "f"})
+    assert walkthrough([told], answers=False).endswith('1. fill(bid="x", value=(ask the user))')
+    upper = env.task("validation", 1, 0)
+    assert upper.public.instruction == domain.task("validation", 1, 0).public.instruction
+    assert isinstance(task.hidden, WebHidden) and task.hidden.guided
+    assert isinstance(upper.hidden, WebHidden) and not upper.hidden.guided
+
+
+@needs_browser
+def test_each_guided_page_names_the_next_step_not_taken() -> None:
+    """The tour moves on only when its next step is taken; a wrong value or another action
+    leaves it where it was. Followed to the end it is the gold plan (reward 1)."""
+    env = envfactory.make("web-hotel")
+    task = env.task("validation", 0, 0)
+    plan = task.hidden.gold_plan
+    episode = env.episode()
+    try:
+        obs = episode.reset(task)
+        assert obs.content.endswith('Next: 1. click(bid="nav-cancel_reservation")')
+        second = 'Next: 2. fill(bid="cancel_reservation-reservation_id", value="RES-00221")'
+        obs = episode.step(ToolCall(tool="click", arguments=plan[0].arguments))
+        assert obs.content.endswith(second)
+        wrong = {"bid": "cancel_reservation-reservation_id", "value": "RES-99999"}
+        obs = episode.step(ToolCall(tool="fill", arguments=wrong))
+        assert obs.content.endswith(second)
+        for step in plan[1:]:
+            obs = episode.step(ToolCall(tool=step.tool, arguments=step.arguments))
+        assert "Next:" not in obs.content  # a task of changes: nothing is left
+        assert episode.evaluate().reward == 1.0
+    finally:
+        episode.close()
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from envfactory.env import EnvInfo, Environment
 from envfactory.episode.base import EpisodeConfig
 from envfactory.tasks.types import Ask, HiddenTask, PlanStep, PublicTask, Split, Task
 from envfactory.web.actions import ACTIONS, schemas
+from envfactory.web.guide import GUIDED, walkthrough
 from envfactory.world.environment import DatabaseEnvironment
 from envfactory.world.world import World
 
@@ -31,6 +32,7 @@ class WebHidden(HiddenTask):
     owner: list[int] = Field(
         default_factory=list, description="per browser step, its domain step (-1: the pop-up)"
     )
+    guided: bool = Field(False, description="the starter level's tour (envfactory.web.guide)")
 
 
 class WebEnvironment(Environment):
@@ -67,6 +69,10 @@ class WebEnvironment(Environment):
             }
         )
         plan, asks, needs, owner = browser_plan(base.hidden, self.domain.world, clutter)
+        guided = difficulty == GUIDED
+        if guided:
+            guide = walkthrough(plan, answers=bool(base.hidden.answers))
+            public = public.model_copy(update={"instruction": f"{p.instruction}\n\n{guide}"})
         fields = base.hidden.model_dump(exclude={"task_id", "gold_plan", "asks", "needs"})
         hidden = WebHidden(
             **fields,
@@ -78,6 +84,7 @@ class WebEnvironment(Environment):
             domain_public=p,
             clutter=clutter,
             owner=owner,
+            guided=guided,
         )
         return Task(public=public, hidden=hidden, initial_hash=base.initial_hash)
 

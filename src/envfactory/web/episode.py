@@ -20,6 +20,8 @@ from envfactory.tools.result import ToolError, ToolFailure
 from envfactory.verify.verdict import Verdict
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS, BID_PATTERN, key_names
+from envfactory.web.environment import WebHidden
+from envfactory.web.guide import follows, next_hint
 from envfactory.web.site import Session, site
 from envfactory.world.state import RowChange
 
@@ -84,6 +86,7 @@ class WebEpisode(ToolEpisode):
         self.doc: Any = None  # the mark of the page last observed
         self.task: Task | None = None
         self.steps = 0
+        self.taken = 0  # gold steps followed in order (the guided level's tour)
         self.done = False
         self.status = "truncated"
 
@@ -112,6 +115,7 @@ class WebEpisode(ToolEpisode):
         self.doc = None
         self.task = task
         self.steps = 0
+        self.taken = 0
         self.done, self.status = False, "truncated"
         with self.tab.use():
             browser.fresh_tab(self.driver, home.base(self.session))
@@ -158,9 +162,20 @@ class WebEpisode(ToolEpisode):
                     act(**{k: v for k, v in args.items() if v is not None})
                 except ToolFailure as exc:
                     return _refused(call.tool, exc)
+                self._follow(call.tool, args)
                 return self._page(before)
         except Exception as exc:  # the browser itself failed: not the agent's doing
             return self._fault(exc)
+
+    def _guided(self) -> WebHidden | None:
+        hidden = self.task.hidden if self.task is not None else None
+        return hidden if isinstance(hidden, WebHidden) and hidden.guided else None
+
+    def _follow(self, tool: str, args: dict[str, Any]) -> None:
+        """Count the action if it is the guided tour's next step."""
+        hidden = self._guided()
+        if hidden is not None and self.taken < len(hidden.gold_plan):
+            self.taken += follows(hidden.gold_plan[self.taken], tool, args)
 
     def _fault(self, exc: Exception) -> Observation:
         from selenium.common.exceptions import WebDriverException
@@ -202,6 +217,10 @@ class WebEpisode(ToolEpisode):
         if self.screenshot:
             data["screenshot"] = browser.screenshot(self.driver)
         content = f"URL: {url or '(home)'}\nTitle: {page.title}\n{page.text}"
+        hidden = self._guided()
+        hint = hidden and next_hint(hidden.gold_plan, bool(hidden.answers), self.taken)
+        if hint:
+            content += f"\n\n{hint}"
         error = sub.error if sub is not None else None
         return Observation(
             kind="tool_result", content=content, data=data, error=error, done=self.done
