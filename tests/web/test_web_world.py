@@ -111,6 +111,16 @@ def test_each_guided_page_names_the_next_step_not_taken() -> None:
         assert episode.evaluate().reward == 1.0
     finally:
         episode.close()
+    question = envfactory.make("web-library")
+    task = question.task("validation", 0, 1)
+    episode = question.episode()
+    try:
+        episode.reset(task)
+        for step in task.hidden.gold_plan:  # the search ends with Enter in its last field
+            obs = episode.step(ToolCall(tool=step.tool, arguments=step.arguments))
+        assert obs.content.endswith("Next: 4. send_msg_to_user(text=...): what you were asked for")
+    finally:
+        episode.close()
 
 
 @pytest.fixture(scope="module")
