@@ -27,21 +27,27 @@ def step_text(step: PlanStep) -> str:
     return f"{step.tool}({args})"
 
 
+def _line(plan: list[PlanStep], answers: bool, k: int) -> str | None:
+    """Step ``k`` of the tour, numbered: a step of ``plan``, then the reply where the task asks
+    for answers (their values are the agent's to read off the page); None past the end."""
+    if k < len(plan):
+        return f"{k + 1}. {step_text(plan[k])}"
+    return f"{k + 1}. {REPLY}" if answers and k == len(plan) else None
+
+
 def walkthrough(plan: list[PlanStep], answers: bool) -> str:
-    """The guide appended to the request: ``plan`` in order, then the reply where the task
-    asks for answers (their values are the agent's to read off the page)."""
-    lines = [f"{n}. {step_text(s)}" for n, s in enumerate(plan, 1)]
-    if answers:
-        lines.append(f"{len(plan) + 1}. {REPLY}")
-    return "On this site it takes these browser actions, one a turn:\n" + "\n".join(lines)
+    """The guide appended to the request: every step of the tour, in order."""
+    lines = [_line(plan, answers, k) for k in range(len(plan) + 1)]
+    return "On this site it takes these browser actions, one a turn:\n" + "\n".join(
+        line for line in lines if line
+    )
 
 
 def next_hint(plan: list[PlanStep], answers: bool, taken: int) -> str | None:
     """The line a page ends with once ``taken`` steps of ``plan`` were followed in order
     (None: nothing is left)."""
-    if taken < len(plan):
-        return f"Next: {taken + 1}. {step_text(plan[taken])}"
-    return f"Next: {len(plan) + 1}. {REPLY}" if answers else None
+    line = _line(plan, answers, taken)
+    return f"Next: {line}" if line else None
 
 
 def follows(step: PlanStep, tool: str, args: Mapping[str, Any]) -> bool:
