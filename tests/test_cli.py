@@ -94,7 +94,7 @@ def test_play_an_episode_at_the_terminal() -> None:
 def test_demo_runs_every_environment() -> None:
     """Every world with one agent, but the web worlds (the database worlds again, a browser
     per episode: tests/web runs them)."""
-    rows = as_json("demo", "-n", "10", "--model-tasks", "0", "--json")
+    rows = as_json("demo", "-n", "4", "--model-tasks", "0", "--json")
     listed = as_json("envs", "--json")
     single = {e["id"] for e in listed if e["kind"] not in ("multiagent", "web")}
     assert {r["env"] for r in rows} == single

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import llguidance
 import pytest
@@ -133,18 +134,23 @@ def test_grammar_episodes_call_shown_tools_with_valid_arguments(
             validate(action["tool"], params, action["arguments"])  # raises if not
 
 
-def test_train_writes_the_contract(tmp_path: Path) -> None:
-    """A one-step run (two episodes) on two test tasks: the JSON and the curve are written."""
+def test_train_writes_the_contract(tmp_path: Path, tokenizer: Any, model: Any) -> None:
+    """A one-step run (two episodes) on two test tasks of a model given by ``--model``: the JSON
+    and the curve are written. The tiny model keeps it to seconds; the embedded model's own
+    GRPO step is tests/integrations/test_trl.py's."""
+    folder = tmp_path / "tiny-qwen2"
+    tokenizer.save_pretrained(folder)
+    model.save_pretrained(folder)
     result = cli(
         "train", "--world", "hotel", "--steps", "1", "--prompts-per-step", "1",
         "--group-size", "2", "--eval-tasks", "2", "--max-new-tokens", "32", "--threads", "1",
-        "--out", str(tmp_path), "--json",
+        "--model", str(folder), "--out", str(tmp_path), "--json",
     )  # fmt: skip
     data = json.loads(result.stdout)
     saved = json.loads((tmp_path / "train-grpo-cpu.json").read_text())
     assert data == saved and (tmp_path / "train-grpo-cpu.png").stat().st_size > 0
     assert {"world", "model", "minutes", "before", "after"} <= set(saved)
-    assert saved["world"] == "hotel" and saved["model"] == "SmolLM2-135M-Instruct"
+    assert saved["world"] == "hotel" and saved["model"] == "tiny-qwen2"
     for key in ("before", "after"):
         held = saved[key]
         assert held["split"] == "test" and held["tasks"] == 2
@@ -155,13 +161,13 @@ def test_train_writes_the_contract(tmp_path: Path) -> None:
 
 def test_the_audit_reports_the_real_models_band(tmp_path: Path) -> None:
     result = cli(
-        "audit", "library", "-n", "20", "--model-tasks", "1", "--model-levels", "0,1",
+        "audit", "library", "-n", "20", "--model-tasks", "1", "--model-levels", "0",
         "--json", "--report", str(tmp_path / "audit.html"), ok=False,
     )  # fmt: skip
     (row,) = json.loads(result.stdout)
     band = row["real_model"]
     assert band["model"] == "SmolLM2-135M-Instruct" and band["tool_format"] == "grammar"
-    assert band["tasks"] == 1 and set(band["success"]) == {"0", "1"}
-    assert band["reach"] == {"0": 1.0, "1": 1.0}  # each episode got the calls its plan needs
+    assert band["tasks"] == 1 and set(band["success"]) == {"0"}
+    assert band["reach"] == {"0": 1.0}  # each episode got the calls its plan needs
     assert all(0 <= s <= 1 for s in band["success"].values())
     assert band["band"] == [int(d) for d, s in band["success"].items() if 0 < s < 1]
