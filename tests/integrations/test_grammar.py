@@ -134,6 +134,32 @@ def test_grammar_episodes_call_shown_tools_with_valid_arguments(
             validate(action["tool"], params, action["arguments"])  # raises if not
 
 
+def test_tags_that_are_tokens_of_their_own_are_decoded_as_tokens(
+    tokenizer: Any, model: Any
+) -> None:
+    """The tiny tokenizer has ``<tool_call>`` and ``</tool_call>`` as added tokens, as Qwen's
+    and Hermes' do, which llguidance matches only as tokens: every finished first reply is
+    still a call of a shown tool (the tags spelled as text, the matcher failed on the first
+    token and no call parsed)."""
+    policy = TransformersPolicy(model, tokenizer, temperature=0.7, max_new_tokens=128)
+    assert policy.tag_tokens() and not TransformersPolicy.from_path(None).tag_tokens()
+    records = []
+    engine = RolloutEngine(
+        policy,
+        harness=HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=1),
+        on_episode=records.append,
+        keep_records=False,
+    )
+    engine.run_sync([TaskRef("hotel", "validation", 0, i) for i in range(4)])
+    finished = [rec for rec in records if rec.calls[0].finish_reason == "stop"]
+    assert len(records) == 4 and finished
+    for rec in finished:
+        action = rec.steps[0].action
+        assert action["type"] == "tool_call", action
+        task = make("hotel").task("validation", 0, int(rec.task_id.rsplit("/", 1)[1]))
+        assert action["tool"] in task.public.tools
+
+
 def test_train_writes_the_contract(tmp_path: Path, tokenizer: Any, model: Any) -> None:
     """A one-step run (two episodes) on two test tasks of a model given by ``--model``: the JSON
     and the curve are written. The tiny model keeps it to seconds; the embedded model's own

@@ -58,17 +58,26 @@ def narrowed(name: str, params: dict[str, Any], choices: Choices) -> dict[str, A
     return {**params, "properties": {**props, **held}} if held else params
 
 
+CALL_AS_TEXT = 'call: "<tool_call>\\n" body "\\n</tool_call>"'
+CALL_AS_TOKENS = 'call: <tool_call> "\\n" body "\\n" </tool_call>'
+
+
 def reply_grammar(
-    tools: list[dict[str, Any]], call_required: bool = False, choices: Choices | None = None
+    tools: list[dict[str, Any]],
+    call_required: bool = False,
+    choices: Choices | None = None,
+    tag_tokens: bool = False,
 ) -> str:
     """Lark: a reply is a message (text that opens no tag) or exactly one tool call; only
     the call when ``call_required`` (and there are tools). ``choices`` hold arguments to the
-    values the world offers now."""
+    values the world offers now. ``tag_tokens``: the tokenizer has ``<tool_call>`` and
+    ``</tool_call>`` as tokens of their own (Qwen's and Hermes' do), which the grammar then
+    names as tokens: llguidance matches such a token only that way, never as text."""
     if not tools:
         return "start: message\nmessage: /[^<]+/\n"
     lines = [
         "start: call" if call_required else "start: message | call",
-        'call: "<tool_call>\\n" body "\\n</tool_call>"',
+        CALL_AS_TOKENS if tag_tokens else CALL_AS_TEXT,
         f"body: %json {json.dumps(call_schema(tools, choices))}",
     ]
     if not call_required:

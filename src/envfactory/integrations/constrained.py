@@ -37,6 +37,17 @@ def _grammar_tokenizer(tokenizer: Any, end_id: int) -> Any:
 
 
 @cache
+def tags_are_tokens(grammar_tok: Any) -> bool:
+    """Whether ``<tool_call>`` and ``</tool_call>`` are each one token of their own (an added
+    token, which llguidance treats as special) rather than text spelled in several."""
+    for tag in (b"<tool_call>", b"</tool_call>"):
+        ids = grammar_tok.tokenize_bytes(tag, parse_special=True)
+        if len(ids) != 1 or not grammar_tok.is_special_token(ids[0]):
+            return False
+    return True
+
+
+@cache
 def _checked(grammar_tok: Any, grammar: str) -> str:
     import llguidance
 

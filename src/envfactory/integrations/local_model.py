@@ -151,7 +151,7 @@ class TransformersSession:
         if self.harness.tool_format != "grammar":
             return None
         required = self.harness.call_required(request.call_index)
-        return reply_grammar(self.tools, required, self.choices)
+        return reply_grammar(self.tools, required, self.choices, self.policy.tag_tokens())
 
     def _prefix(self, messages: list[dict[str, Any]], prompt_ids: list[int]) -> int:
         """How many leading tokens are the system turn (the rules and tools every episode of a
@@ -235,6 +235,12 @@ class TransformersPolicy:
 
     def session(self, ctx: EpisodeContext) -> TransformersSession:
         return TransformersSession(self, ctx)
+
+    def tag_tokens(self) -> bool:
+        """Whether the tokenizer spells the tool-call tags as tokens of their own."""
+        from envfactory.integrations.constrained import grammar_tokenizer, tags_are_tokens
+
+        return tags_are_tokens(grammar_tokenizer(self.tokenizer, self.end_id))
 
     async def generate(
         self,
