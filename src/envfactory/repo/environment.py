@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -469,29 +470,36 @@ def _unique_line(path: Any, m: Mutation) -> bool:
     return data.count(line) == 1 and bool(line.strip())
 
 
-_TEST_NAMES: dict[tuple[str, str], set[str]] = {}
+_TEST_NAMES: dict[tuple[str, str], dict[str, set[str]]] = {}
 
 
 def _test_names(p: Project, test: str) -> set[str]:
     """Identifiers the test function's body uses (names and attributes)."""
     path, _, rest = test.partition("::")
     func = rest.split("::")[-1].split("[", 1)[0]
-    key = (p.key, f"{path}::{func}")
+    key = (p.key, path)
     if key not in _TEST_NAMES:
-        names: set[str] = set()
-        try:
-            tree = ast.parse((projects.tree_path(p) / path).read_bytes())
-        except (OSError, SyntaxError):
-            tree = ast.Module(body=[], type_ignores=[])
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
-                for sub in ast.walk(node):
-                    if isinstance(sub, ast.Name):
-                        names.add(sub.id)
-                    elif isinstance(sub, ast.Attribute):
-                        names.add(sub.attr)
-        _TEST_NAMES[key] = names
-    return _TEST_NAMES[key]
+        _TEST_NAMES[key] = _names_by_function(projects.tree_path(p) / path)
+    return _TEST_NAMES[key].get(func, set())
+
+
+def _names_by_function(path: Path) -> dict[str, set[str]]:
+    """Per function name in the file at ``path`` (functions of one name together), the
+    identifiers its body uses; the file is parsed once."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (OSError, SyntaxError):
+        return {}
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = out.setdefault(node.name, set())
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name):
+                    names.add(sub.id)
+                elif isinstance(sub, ast.Attribute):
+                    names.add(sub.attr)
+    return out
 
 
 def gold_edits(texts: dict[str, bytes], ms: list[Mutation]) -> dict[str, tuple[str, str]] | None:
