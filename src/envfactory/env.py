@@ -98,3 +98,9 @@ class Environment(ABC):
     def capacity(self, split: Split, difficulty: int) -> int | None:
         """How many distinct tasks a (split, difficulty) cell holds, when finite and known."""
         return None
+
+    def tasks_up_to(self, split: Split, difficulty: int, wanted: int) -> int:
+        """How many of the cell's first ``wanted`` tasks exist: ``wanted``, or fewer where the
+        cell holds fewer (a finite world may tell without counting the whole cell)."""
+        size = self.capacity(split, difficulty)
+        return max(0, wanted if size is None else min(wanted, size))

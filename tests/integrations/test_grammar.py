@@ -21,6 +21,7 @@ from envfactory.registry import make
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
 from envfactory.tools.params import validate
+from envfactory.trajectory.record import EpisodeRecord
 from envfactory.web import browser
 from envfactory.web.episode import page_choices
 
@@ -30,6 +31,22 @@ pytestmark = pytest.mark.integrations
 @pytest.fixture(scope="module")
 def policy() -> TransformersPolicy:
     return TransformersPolicy.from_path(None, temperature=0.7, max_new_tokens=64)
+
+
+def grammar_episodes(
+    policy: TransformersPolicy, refs: list[TaskRef], max_turns: int
+) -> list[EpisodeRecord]:
+    """``policy``'s episodes of ``refs`` under the grammar harness, the first reply a call."""
+    records: list[EpisodeRecord] = []
+    engine = RolloutEngine(
+        policy,
+        harness=HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=max_turns),
+        config=EngineConfig(concurrency=8),
+        on_episode=records.append,
+        keep_records=False,
+    )
+    engine.run_sync(refs)
+    return records
 
 
 def test_the_reply_grammar_of_every_world_compiles(policy: TransformersPolicy) -> None:
@@ -89,14 +106,9 @@ def test_a_pages_element_ids_hold_the_bid_of_a_browser_action(policy: Transforme
 
 @pytest.mark.skipif(browser.available() is not None, reason=str(browser.available()))
 def test_in_a_web_world_the_model_acts_on_elements_of_the_page(policy: TransformersPolicy) -> None:
-    records = []
-    engine = RolloutEngine(
-        policy,
-        harness=HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=3),
-        on_episode=records.append,
-        keep_records=False,
+    records = grammar_episodes(
+        policy, [TaskRef("web-hotel", "validation", 0, i) for i in range(2)], 3
     )
-    engine.run_sync([TaskRef("web-hotel", "validation", 0, i) for i in range(2)])
     steps = [s for rec in records for s in rec.steps if s.actor == "agent"]
     calls = [s for s in steps if s.action.get("type") == "tool_call"]
     assert len(records) == 2 and calls
@@ -106,16 +118,9 @@ def test_in_a_web_world_the_model_acts_on_elements_of_the_page(policy: Transform
 def test_grammar_episodes_call_shown_tools_with_valid_arguments(
     policy: TransformersPolicy,
 ) -> None:
-    records = []
-    engine = RolloutEngine(
-        policy,
-        harness=HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=2),
-        config=EngineConfig(concurrency=8),
-        on_episode=records.append,
-        keep_records=False,
-    )
-    engine.run_sync([TaskRef(env, "validation", 0, i) for env in ("hotel", "hr") for i in range(3)])
-    assert len(records) == 6
+    refs = [TaskRef(env, "validation", 0, i) for env in ("hotel", "hr") for i in range(2)]
+    records = grammar_episodes(policy, refs, 2)
+    assert len(records) == 4
     for rec in records:
         assert rec.scored and rec.model.tool_format == "grammar"
         first = rec.calls[0]
@@ -143,14 +148,7 @@ def test_tags_that_are_tokens_of_their_own_are_decoded_as_tokens(
     token and no call parsed)."""
     policy = TransformersPolicy(model, tokenizer, temperature=0.7, max_new_tokens=128)
     assert policy.tag_tokens() and not TransformersPolicy.from_path(None).tag_tokens()
-    records = []
-    engine = RolloutEngine(
-        policy,
-        harness=HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=1),
-        on_episode=records.append,
-        keep_records=False,
-    )
-    engine.run_sync([TaskRef("hotel", "validation", 0, i) for i in range(4)])
+    records = grammar_episodes(policy, [TaskRef("hotel", "validation", 0, i) for i in range(4)], 1)
     finished = [rec for rec in records if rec.calls[0].finish_reason == "stop"]
     assert len(records) == 4 and finished
     for rec in finished:

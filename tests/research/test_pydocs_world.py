@@ -187,3 +187,11 @@ def test_bench_reports_reset_step_verdict_and_search() -> None:
     assert {"search", "open", "answer"} <= set(world.step_us_p50)
     assert report.search[0].documents >= 600
     assert 0 < report.search[0].search_p50_ms <= report.search[0].search_p95_ms
+
+
+def test_a_cells_first_tasks_are_counted_without_making_the_whole_cell() -> None:
+    env = PyDocsEnvironment(max_tasks=30)
+    assert env.tasks_up_to("train", 1, 3) == 3
+    assert len(env._cells[("train", 1)].tasks) == 3  # no more made than were asked for
+    assert env.tasks_up_to("train", 1, 0) == 0
+    assert env.tasks_up_to("train", 1, 10**6) == env.capacity("train", 1) <= 30

@@ -220,7 +220,7 @@ def _calibrate_world(
     for d in levels_to_measure(world, difficulties, skip):
         split_d = split_for(world, split, d)
         refs = [TaskRef(env, split_d, d, i) for i in range(tasks)]
-        refs = refs[: world.capacity(split_d, d) or tasks]
+        refs = refs[: world.tasks_up_to(split_d, d, tasks)]
         needs = [fewest_turns(world.task(split_d, d, i)) for i in range(len(refs))]
         budget = max([harness.max_turns, *needs]) if fit_plan else harness.max_turns
         cell_harness = harness.model_copy(update={"max_turns": budget})
@@ -370,7 +370,7 @@ def store_cells(path: Path, cells: Sequence[CalibrationCell]) -> None:
 def split_for(world: Environment, split: Split, difficulty: int) -> Split:
     """``split``, or the test split where the world has no ``split`` tasks at ``difficulty``
     (a fixed task list such as tau2's has train and test only): held out either way."""
-    return "test" if split != "test" and world.capacity(split, difficulty) == 0 else split
+    return "test" if split != "test" and world.tasks_up_to(split, difficulty, 1) == 0 else split
 
 
 def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:

@@ -21,7 +21,7 @@ def empty_cell(env: Environment) -> str | None:
     """Why some (split, difficulty) cell of ``env`` has no task, or None when all have."""
     for split, _ in SPLIT_SHARES:
         for d in env.difficulties:
-            if env.capacity(split, d) == 0:
+            if env.tasks_up_to(split, d, 1) == 0:
                 return f"no task fits {split} at difficulty {d}"
     return None
 

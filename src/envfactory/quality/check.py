@@ -63,11 +63,11 @@ def sample_cells(env: Environment, n: int) -> list[tuple[Split, int, int]]:
 
 def _cells(env: Environment, split: Split, k: int) -> list[tuple[Split, int, int]]:
     """``k`` cells of one split, round-robin over difficulties, skipping full ones."""
-    sizes = {d: env.capacity(split, d) for d in env.difficulties}
+    sizes = {d: env.tasks_up_to(split, d, k) for d in env.difficulties}
     out: list[tuple[Split, int, int]] = []
     index = 0
     while len(out) < k:
-        open_ = [d for d in env.difficulties if sizes[d] is None or index < (sizes[d] or 0)]
+        open_ = [d for d in env.difficulties if index < sizes[d]]
         if not open_:
             break
         for d in open_:

@@ -59,7 +59,7 @@ def measure(envs: Sequence[Environment], tasks_per_level: int = 10) -> dict[str,
         signatures.update(_signature(t, kinds) for t in listed)
         skeletons.update(_skeleton(t, kinds) for t in listed)
         for d in env.difficulties:
-            for i in range(min(tasks_per_level, env.capacity(SPLIT, d) or tasks_per_level)):
+            for i in range(env.tasks_up_to(SPLIT, d, tasks_per_level)):
                 task = env.task(SPLIT, d, i)
                 plan = task.hidden.gold_plan
                 sequences.add(tuple(s.tool for s in plan))

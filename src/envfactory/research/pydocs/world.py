@@ -83,6 +83,13 @@ class PyDocsEnvironment(ResearchWorld):
         """Tasks of a cell: all there are, up to ``max_tasks`` (made on first ask)."""
         return len(self._filled(split, difficulty, self.max_tasks - 1).tasks)
 
+    def tasks_up_to(self, split: Split, difficulty: int, wanted: int) -> int:
+        """The first ``wanted`` tasks of a cell that exist, made up to there and no further."""
+        wanted = min(wanted, self.max_tasks)
+        if wanted <= 0:
+            return 0
+        return min(wanted, len(self._filled(split, difficulty, wanted - 1).tasks))
+
     def describe(self) -> str:
         return (
             f"Questions about Python {self.corpus.version}'s standard library, answered from "
