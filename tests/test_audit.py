@@ -41,7 +41,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, An
     """``envfactory audit --json`` over every database world, as a user runs it (other kinds
     of world audit themselves in their own tests, at sizes their runtimes afford)."""
     report = tmp_path_factory.mktemp("audit") / "audit.html"
-    args = ["audit", *DB_ENVS, "--json", "-n", "200", "--report", str(report)]
+    args = ["audit", *DB_ENVS, "--json", "-n", "120", "--report", str(report)]
     done = subprocess.run(
         [sys.executable, "-m", "envfactory", *args],
         capture_output=True,
