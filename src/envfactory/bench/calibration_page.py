@@ -20,7 +20,9 @@ from envfactory.bench.calibration import (
     load_cells,
     markdown_table,
     plot_calibration,
+    single_agent_worlds,
 )
+from envfactory.registry import make
 
 BEGIN = "<!-- calibration:begin (generated from the calibration file; edit around it) -->"
 END = "<!-- calibration:end -->"
@@ -32,9 +34,6 @@ class PageError(ValueError):
 
 def expected_cells() -> dict[str, list[int]]:
     """Every single-agent world and its difficulties: the cells a full calibration measures."""
-    from envfactory.bench.calibration import single_agent_worlds
-    from envfactory.registry import make
-
     return {env: list(make(env).difficulties) for env in single_agent_worlds()}
 
 
