@@ -19,7 +19,7 @@ from envfactory.harness.config import HarnessConfig
 from envfactory.harness.prompt import exposed_tools, opening
 from envfactory.integrations import embedded, local_model
 from envfactory.integrations.embedded import EMBEDDED_NAME, ModelNotFound, embedded_path, load
-from envfactory.integrations.local_model import Generated, TransformersPolicy
+from envfactory.integrations.local_model import Generated, TransformersPolicy, _within_budget
 from envfactory.peers.tau2.data import missing_reason
 from envfactory.policies.base import EpisodeContext
 from envfactory.rollout.engine import RolloutEngine
@@ -176,6 +176,23 @@ def test_long_prompts_are_batched_within_the_attention_budget(
     for prompt, reply in zip(prompts, batched, strict=True):
         alone = original([prompt])[0]
         assert reply.output_ids == alone.output_ids
+
+
+def test_the_attention_budget_counts_tokens_read_against_tokens_attended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Episodes that kept their earlier tokens read only what is new: ten that hold 1,000
+    tokens and read 100 fit a budget in which the same prompts read whole go one by one; a
+    batch is costed as padded, by its longest read and its longest held part."""
+    rows = list(range(10))
+    monkeypatch.setattr(local_model, "ATTENTION_BUDGET", 10 * 100 * 1100)
+    assert _within_budget(rows, dict.fromkeys(rows, 100), dict.fromkeys(rows, 1000)) == [rows]
+    assert _within_budget(rows, dict.fromkeys(rows, 1100), dict.fromkeys(rows, 0)) == [
+        [i] for i in rows
+    ]
+    monkeypatch.setattr(local_model, "ATTENTION_BUDGET", 2 * 1000 * 1000)
+    # alone, each fits twice over; padded together, 2 x 1,000 read x 6,000 attended does not
+    assert _within_budget([0, 1], {0: 1000, 1: 10}, {0: 0, 1: 5000}) == [[0], [1]]
 
 
 def test_a_prompt_past_the_context_truncates_its_episode(policy: TransformersPolicy) -> None:

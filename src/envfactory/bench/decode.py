@@ -10,6 +10,11 @@ Then whole episodes: ``batch`` episodes of ``calls`` calls each through
 :class:`~envfactory.integrations.local_model.TransformersPolicy`, every prompt the last one,
 its reply and ``observation`` new tokens, with each episode's earlier keys and values reused
 against every prompt read afresh (same tokens, greedy; medians, interleaved).
+
+Last, ``waiting`` calls queued at once (a calibration cell's ten episodes), generated in
+batches of at most 8 (8 + 2) against all in one batch: a decoding step on the CPU costs
+mostly the reading of the weights, whatever the rows, so a straggler batch costs nearly a
+full one (same tokens, greedy; medians, interleaved).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import time
 from statistics import median
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class DecodeBench(BaseModel):
@@ -39,6 +44,11 @@ class DecodeBench(BaseModel):
     episode_reuse_s: float
     episode_speedup: float
     episode_same_tokens: bool
+    waiting_calls: int
+    split_batches_s: float = Field(description="the waiting calls in batches of 8 at most")
+    one_batch_s: float = Field(description="the waiting calls in one batch")
+    one_batch_speedup: float
+    one_batch_same_tokens: bool
     load_avg: tuple[float, float, float]
 
 
@@ -52,12 +62,9 @@ def _episodes(
 ) -> list[list[int]]:
     """Every reply of ``len(own)`` greedy episodes run side by side: each call's prompt is the
     shared ``prefix``, the episode's tokens so far, and its next observation after the first."""
-    from envfactory.integrations.local_model import Kept, TransformersPolicy
+    from envfactory.integrations.local_model import Kept
 
-    policy = TransformersPolicy(
-        local.model, local.tokenizer, temperature=0, max_new_tokens=new,
-        stop_ids=local.stop_ids, max_batch=len(own), reuse=reuse,
-    )  # fmt: skip
+    policy = _greedy(local, new, max_batch=len(own), reuse=reuse)
     sofar = [list(o) for o in own]
     kept: list[Kept | None] = [None] * len(own)
     replies: list[list[int]] = []
@@ -77,6 +84,38 @@ def _episodes(
     return replies
 
 
+def _greedy(local: Any, new: int, max_batch: int, reuse: bool = True) -> Any:
+    """A greedy :class:`TransformersPolicy` over the loaded model ``local``."""
+    from envfactory.integrations.local_model import TransformersPolicy
+
+    return TransformersPolicy(
+        local.model, local.tokenizer, temperature=0, max_new_tokens=new,
+        stop_ids=local.stop_ids, max_batch=max_batch, reuse=reuse,
+    )  # fmt: skip
+
+
+def _waiting_calls(
+    policies: dict[int, Any], prefix: list[int], own: list[list[int]], repeats: int
+) -> tuple[dict[int, float], dict[int, list[list[int]]]]:
+    """The median seconds, and the replies, of the calls ``prefix + own[i]`` queued at once,
+    under each policy (keyed by its ``max_batch``), interleaved."""
+
+    async def together(policy: Any) -> list[list[int]]:
+        calls = (policy.generate(prefix + o, len(prefix)) for o in own)
+        return [g.output_ids for g in await asyncio.gather(*calls)]
+
+    for policy in policies.values():  # the shared prefix read and kept before timing
+        asyncio.run(together(policy))
+    runs: dict[int, list[float]] = {n: [] for n in policies}
+    replies: dict[int, list[list[int]]] = {}
+    for _ in range(repeats):
+        for n, policy in policies.items():
+            start = time.perf_counter()
+            replies[n] = asyncio.run(together(policy))
+            runs[n].append(time.perf_counter() - start)
+    return {n: median(t) for n, t in runs.items()}, replies
+
+
 def bench_decode(
     batch: int = 8,
     prefix: int = 1500,
@@ -85,6 +124,7 @@ def bench_decode(
     repeats: int = 2,
     calls: int = 6,
     observation: int = 200,
+    waiting: int = 10,
 ) -> DecodeBench:
     import torch
     from transformers import DynamicCache
@@ -143,6 +183,10 @@ def bench_decode(
             replies[reuse] = _episodes(local, shared[0].tolist(), opening, seen, new, reuse)
             runs[reuse].append(time.perf_counter() - start)
     fresh, reused = median(runs[False]), median(runs[True])
+    split, whole = min(8, waiting - 1), waiting
+    policies = {n: _greedy(local, new, max_batch=n) for n in (split, whole)}
+    queued = [torch.randint(100, 40_000, (own,), generator=gen).tolist() for _ in range(waiting)]
+    batched, answers = _waiting_calls(policies, shared[0].tolist(), queued, repeats)
     stock, ours = median(times["stock"]), median(times["envfactory"])
     return DecodeBench(
         model=local.name,
@@ -160,5 +204,10 @@ def bench_decode(
         episode_reuse_s=round(reused, 2),
         episode_speedup=round(fresh / reused, 2),
         episode_same_tokens=replies[True] == replies[False],
+        waiting_calls=waiting,
+        split_batches_s=round(batched[split], 2),
+        one_batch_s=round(batched[whole], 2),
+        one_batch_speedup=round(batched[split] / batched[whole], 2),
+        one_batch_same_tokens=answers[split] == answers[whole],
         load_avg=os.getloadavg(),
     )

@@ -16,7 +16,7 @@ def serve_model(
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind."),
     port: int = typer.Option(8000, "--port", help="Port to listen on."),
-    max_batch: int = typer.Option(8, "--max-batch", min=1, help="Requests generated together."),
+    max_batch: int = typer.Option(16, "--max-batch", min=1, help="Requests generated together."),
     max_tokens: int = typer.Option(
         512, "--max-tokens", min=1, help="Tokens per reply at most (and when none is asked)."
     ),

@@ -43,9 +43,14 @@ from envfactory.trajectory.record import ModelInfo
 
 PREFIX_MIN = 64  # a shared system prompt shorter than this is read again with each call
 PREFIXES_KEPT = 4  # system prompts whose keys and values are kept (a few worlds at once)
-# Rows x (own prompt tokens)^2 in one batch: reading the prompts materialises attention
-# weights of that many entries per head, so a batch of long prompts (a tool result of
-# thousands of tokens) would take tens of gigabytes. 2**26 is one 8k-token prompt, four of 4k.
+# Calls generated together at most. A decoding step on the CPU costs mostly the reading of the
+# weights, whatever the rows: a calibration cell's ten episodes in batches of 8 and 2 cost
+# about 1.3 times one batch of 10 (``envfactory bench --decode``).
+MAX_BATCH = 16
+# Rows x (tokens read) x (tokens attended) in one batch: reading the prompts materialises
+# attention weights (or a mask) of that many entries per head, so a batch that reads long
+# prompts (a tool result of thousands of tokens) would take tens of gigabytes. 2**26 is one
+# 8k-token prompt read whole, four of 4k; an episode's earlier tokens are attended, not read.
 ATTENTION_BUDGET = 1 << 26
 
 
@@ -187,7 +192,7 @@ class TransformersPolicy:
         temperature: float = 1.0,
         name: str | None = None,
         stop_ids: tuple[int, ...] | None = None,
-        max_batch: int = 8,
+        max_batch: int = MAX_BATCH,
         reuse: bool = True,
     ) -> None:
         from envfactory.integrations.kv import use_grouped_sdpa
@@ -285,14 +290,28 @@ class TransformersPolicy:
             groups.setdefault(tuple(c.prompt_ids[: c.prefix]), []).append(i)
         out: dict[int, Generated] = {}
         for prefix, members in groups.items():
-            own = {i: len(calls[i].prompt_ids) - len(prefix) for i in members}
-            for part in _within_budget(members, own):
+            own = {i: calls[i].prompt_ids[len(prefix) :] for i in members}
+            held = {i: self._reused(prefix, own[i], calls[i].kept) for i in members}
+            read = {i: len(own[i]) - held[i] for i in members}
+            for part in _within_budget(members, read, held):
                 prompts = [calls[i].prompt_ids for i in part]
                 grammars = [calls[i].grammar for i in part]
                 kept = [calls[i].kept for i in part]
                 replies = self._generate(prompts, list(prefix), grammars, kept)
                 out.update(zip(part, replies, strict=True))
         return [out[i] for i in range(len(calls))]
+
+    def _shares(self, prefix: tuple[int, ...]) -> bool:
+        """Whether calls over ``prefix`` share its kept keys and values (and so can reuse
+        their episodes' own)."""
+        from envfactory.integrations.kv import GROUPED_SDPA
+
+        return bool(prefix) and self.model.config._attn_implementation == GROUPED_SDPA
+
+    def _reused(self, prefix: tuple[int, ...], own: list[int], kept: Kept | None) -> int:
+        """How many leading tokens of ``own`` (a prompt's tokens after ``prefix``) are not read
+        again: those ``kept`` from the episode's last call holds, where the prefix is shared."""
+        return kept.reusable(prefix, own) if kept is not None and self._shares(prefix) else 0
 
     def _prefix_cache(self, prefix: list[int], batch: int, room: int) -> Any:
         """The keys and values of ``prefix`` (computed once, the last few kept), shared by the
@@ -326,14 +345,12 @@ class TransformersPolicy:
         mask, so padding moves no token. Each reply follows its grammar, where it has one."""
         import torch
 
-        from envfactory.integrations.kv import GROUPED_SDPA
-
         prefix = prefix or []
         key = tuple(prefix)
         own = [p[len(prefix) :] for p in prompts]
-        shares = bool(prefix) and self.model.config._attn_implementation == GROUPED_SDPA
+        shares = self._shares(key)
         olds: list[Kept | None] = list(kept) if shares and kept else [None] * len(prompts)
-        reused = [k.reusable(key, o) if k else 0 for k, o in zip(olds, own, strict=True)]
+        reused = [self._reused(key, o, k) for k, o in zip(olds, own, strict=True)]
         fresh = [o[r:] for o, r in zip(own, reused, strict=True)]
         held, new = max(reused), max(map(len, fresh))
         width = len(prefix) + held + new
@@ -392,17 +409,23 @@ class TransformersPolicy:
             await asyncio.gather(self._worker, return_exceptions=True)
 
 
-def _within_budget(members: list[int], own: dict[int, int]) -> list[list[int]]:
-    """``members`` in batches of rows x (longest own prompt)^2 within ``ATTENTION_BUDGET``
-    (a prompt over it alone is a batch of its own), shortest first: similar lengths also pad
-    less."""
+def _within_budget(
+    members: list[int], read: dict[int, int], held: dict[int, int]
+) -> list[list[int]]:
+    """``members`` in batches whose padded reading, rows x (most tokens read) x (most held +
+    most read), stays within ``ATTENTION_BUDGET`` (a row over it alone is a batch of its
+    own), shortest first: similar lengths also pad less. ``read``: each row's own tokens to
+    read, ``held``: those before them whose keys and values its episode kept."""
     batches: list[list[int]] = []
     batch: list[int] = []
-    for i in sorted(members, key=own.__getitem__):
-        if batch and (len(batch) + 1) * own[i] ** 2 > ATTENTION_BUDGET:
+    most_read = most_held = 0
+    for i in sorted(members, key=lambda i: read[i] + held[i]):
+        r, h = max(most_read, read[i]), max(most_held, held[i])
+        if batch and (len(batch) + 1) * r * (r + h) > ATTENTION_BUDGET:
             batches.append(batch)
-            batch = []
+            batch, r, h = [], read[i], held[i]
         batch.append(i)
+        most_read, most_held = r, h
     return [*batches, batch] if batch else batches
 
 

@@ -41,7 +41,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from envfactory.harness.toolcalls import parse_tool_calls, render_call, tool_response, tools_block
-from envfactory.integrations.local_model import Generated, PendingCall, TransformersPolicy
+from envfactory.integrations.local_model import (
+    MAX_BATCH,
+    Generated,
+    PendingCall,
+    TransformersPolicy,
+)
 from envfactory.serving.auth import TokenGuard
 from envfactory.serving.bodies import BadJson, decode
 from envfactory.serving.config import check_bind
@@ -237,7 +242,7 @@ class ModelPool:
         *,
         name: str,
         stop_ids: tuple[int, ...] | None = None,
-        max_batch: int = 8,
+        max_batch: int = MAX_BATCH,
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
         if max_batch < 1 or max_tokens < 1:
@@ -257,7 +262,7 @@ class ModelPool:
 
     @classmethod
     def load(
-        cls, path: str | Path | None = None, *, max_batch: int = 8, max_tokens: int = 512
+        cls, path: str | Path | None = None, *, max_batch: int = MAX_BATCH, max_tokens: int = 512
     ) -> ModelPool:
         """The model at ``path`` (a folder or ``.gguf`` file; None: the embedded model)."""
         from envfactory.integrations.embedded import load
