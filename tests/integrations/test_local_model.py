@@ -4,6 +4,7 @@ loaded from the package with nothing downloaded, batched across episodes, token-
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 from pathlib import Path
@@ -19,7 +20,12 @@ from envfactory.harness.config import HarnessConfig
 from envfactory.harness.prompt import exposed_tools, opening
 from envfactory.integrations import embedded, local_model
 from envfactory.integrations.embedded import EMBEDDED_NAME, ModelNotFound, embedded_path, load
-from envfactory.integrations.local_model import Generated, TransformersPolicy, _within_budget
+from envfactory.integrations.local_model import (
+    Generated,
+    TransformersPolicy,
+    _within_budget,
+    reply_text,
+)
 from envfactory.peers.tau2.data import missing_reason
 from envfactory.policies.base import EpisodeContext
 from envfactory.rollout.engine import RolloutEngine
@@ -176,6 +182,27 @@ def test_long_prompts_are_batched_within_the_attention_budget(
     for prompt, reply in zip(prompts, batched, strict=True):
         alone = original([prompt])[0]
         assert reply.output_ids == alone.output_ids
+
+
+def test_tool_call_tags_a_tokenizer_marks_special_stay_in_the_reply(
+    tokenizer: Any, policy: TransformersPolicy
+) -> None:
+    """A reply's text drops the end of its turn but keeps the tool-call tags, also where the
+    tokenizer marks them special tokens (which decoding with special tokens skipped drops,
+    and no call would parse), and where they are plain text (SmolLM2, whose unknown token is
+    its special end of text)."""
+    from tokenizers import AddedToken
+
+    reply = '<tool_call>\n{"name": "get_order", "arguments": {}}\n</tool_call>'
+    tags = [AddedToken(t, special=True, normalized=False) for t in ("<tool_call>", "</tool_call>")]
+    marked = copy.deepcopy(tokenizer)
+    marked.add_special_tokens({"additional_special_tokens": tags})
+    for tok in (tokenizer, marked):
+        ids = tok.encode(reply + "<|im_end|>")
+        assert reply_text(tok, ids) == reply
+    assert "<tool_call>" not in marked.decode(ids, skip_special_tokens=True)
+    smol = policy.tokenizer
+    assert reply_text(smol, [*smol.encode(reply), smol.unk_token_id, *policy.stop_ids]) == reply
 
 
 def test_the_attention_budget_counts_tokens_read_against_tokens_attended(

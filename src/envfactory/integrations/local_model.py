@@ -54,6 +54,19 @@ MAX_BATCH = 16
 ATTENTION_BUDGET = 1 << 26
 
 
+TOOL_TAGS = ("<tool_call>", "</tool_call>")
+
+
+def reply_text(tokenizer: Any, ids: list[int]) -> str:
+    """The text of a reply's tokens, its special tokens (the end of the turn) dropped but the
+    tool-call tags, which some tokenizers mark special and no call is read without (a
+    Hermes tool parser decodes the same way)."""
+    added = tokenizer.added_tokens_decoder
+    special = set(tokenizer.all_special_ids) | {i for i, t in added.items() if t.special}
+    special -= {i for i, t in added.items() if t.content in TOOL_TAGS}
+    return str(tokenizer.decode([t for t in ids if t not in special], skip_special_tokens=False))
+
+
 @dataclass
 class Kept:
     """An episode's own keys and values from its last call: those of ``ids`` (its tokens after
@@ -136,7 +149,7 @@ class TransformersSession:
             self.kept if p.reuse else None,
         )
         self.kept = out.kept
-        text = p.tokenizer.decode(out.output_ids, skip_special_tokens=True)
+        text = reply_text(p.tokenizer, out.output_ids)
         plain, calls = parse_tool_calls(text)
         actions: list[RawAction] = list(calls)
         if not actions:

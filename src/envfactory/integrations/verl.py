@@ -25,6 +25,7 @@ from verl.experimental.agent_loop.agent_loop import (
 )
 
 from envfactory.harness.config import HarnessConfig
+from envfactory.integrations.local_model import reply_text
 from envfactory.integrations.text import TextEpisode, task_openings
 from envfactory.rollout.types import TaskRef
 
@@ -102,7 +103,7 @@ class EnvfactoryAgentLoop(AgentLoopBase):  # type: ignore[misc]
             ids = merged.token_ids
             if len(mask) >= self.response_length:
                 break
-            text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
+            text = reply_text(self.tokenizer, out.token_ids)
             t0 = loop.time()
             replies = await loop.run_in_executor(None, episode.step, text)
             metrics["tool_calls"] += loop.time() - t0

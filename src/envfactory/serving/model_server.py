@@ -46,6 +46,7 @@ from envfactory.integrations.local_model import (
     Generated,
     PendingCall,
     TransformersPolicy,
+    reply_text,
 )
 from envfactory.serving.auth import TokenGuard
 from envfactory.serving.bodies import BadJson, decode
@@ -417,7 +418,7 @@ async def chat_completion(pool: ModelPool, request: ChatRequest) -> ChatCompleti
     limit = min(asked, pool.max_tokens, room)
     temperature = 1.0 if request.temperature is None else request.temperature
     out = await pool.complete(prompt_ids, temperature, limit)
-    text = pool.tokenizer.decode(out.output_ids, skip_special_tokens=True)
+    text = reply_text(pool.tokenizer, out.output_ids)
     parsed = _tool_calls(text) if with_tools else None
     if parsed is not None:
         plain, calls = parsed
