@@ -16,6 +16,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 from envfactory.errors import DomainError
@@ -172,6 +173,24 @@ class _AttrToKey(ast.NodeTransformer):
         )
 
 
+def _parse(source: str) -> ast.Expression:
+    """``source`` parsed and checked against the whitelist."""
+    try:
+        # In parentheses: an expression may span lines (YAML keeps some newlines).
+        tree = ast.parse(f"({source.strip()}\n)", mode="eval")
+    except SyntaxError as exc:
+        raise DomainError(f"expression {source!r}: {exc.msg}") from None
+    _check(tree, source)
+    return tree
+
+
+def _bound(tree: ast.AST) -> set[str]:
+    """The names a comprehension in ``tree`` binds."""
+    return {
+        n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+
+
 def _check(tree: ast.AST, source: str) -> None:
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
@@ -192,6 +211,10 @@ def _check(tree: ast.AST, source: str) -> None:
             raise DomainError(f"expression {source!r}: constant {node.value!r} is not allowed")
 
 
+# What a well-formed expression may raise on the values it is given (a missing field, a bad type).
+_FAILURES = (KeyError, NameError, TypeError, ValueError, ZeroDivisionError, IndexError)
+
+
 class Expr:
     """A compiled, whitelisted expression; call it with a mapping of names to values."""
 
@@ -199,15 +222,8 @@ class Expr:
 
     def __init__(self, source: str) -> None:
         self.source = source
-        try:
-            # In parentheses: an expression may span lines (YAML keeps some newlines).
-            tree = ast.parse(f"({source.strip()}\n)", mode="eval")
-        except SyntaxError as exc:
-            raise DomainError(f"expression {source!r}: {exc.msg}") from None
-        _check(tree, source)
-        bound = {
-            n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
+        tree = _parse(source)
+        bound = _bound(tree)
         self.names: frozenset[str] = frozenset(
             n.id
             for n in ast.walk(tree)
@@ -226,7 +242,7 @@ class Expr:
             if self._nested:
                 return eval(self._code, {**_GLOBALS, **scope})
             return eval(self._code, _GLOBALS, scope)
-        except (KeyError, NameError, TypeError, ValueError, ZeroDivisionError, IndexError) as exc:
+        except _FAILURES as exc:
             raise ExprError(f"{self.source}: {type(exc).__name__}: {exc}") from None
 
     def __repr__(self) -> str:
@@ -235,6 +251,84 @@ class Expr:
 
 class ExprError(Exception):
     """An expression failed at run time (a missing field, a bad type)."""
+
+
+# Names only a RowFilter's own code uses (no expression can: they are private).
+_ROWS = "__rows"  # the rows it reads
+_MEMO = "__memo"  # the values of its row-independent calls, by number, once computed
+
+
+class _Hoist(ast.NodeTransformer):
+    """Rewrite each largest call that reads none of the ``varying`` names (the row, a
+    comprehension's variable) into a lookup in ``__memo``, computed where it is first reached:
+    ``pluck(found, 'id')`` runs once per query, not once per row, and only if some row needs
+    it (so it fails, if at all, where it failed before)."""
+
+    def __init__(self, varying: set[str]) -> None:
+        self.varying = varying
+        self.hoisted = 0
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, ast.expr) and self._fixed_call(node):
+            self.hoisted += 1
+            return self._memo(node, self.hoisted)
+        return self.generic_visit(node)
+
+    def _fixed_call(self, node: ast.expr) -> bool:
+        inside = list(ast.walk(node))
+        return any(isinstance(n, ast.Call) for n in inside) and not any(
+            isinstance(n, ast.Name) and n.id in self.varying for n in inside
+        )
+
+    @staticmethod
+    def _memo(node: ast.expr, key: int) -> ast.expr:
+        """``memo[key] if key in memo else memo.setdefault(key, node)``."""
+
+        def memo() -> ast.Name:
+            return ast.Name(_MEMO, ast.Load())
+
+        return ast.IfExp(
+            test=ast.Compare(ast.Constant(key), [ast.In()], [memo()]),
+            body=ast.Subscript(memo(), ast.Constant(key), ast.Load()),
+            orelse=ast.Call(
+                ast.Attribute(memo(), "setdefault", ast.Load()), [ast.Constant(key), node], []
+            ),
+        )
+
+
+class RowFilter:
+    """A filter expression over ``row`` and a scope, compiled into one generator of the rows
+    that pass: a query evaluates one expression, not one per row (and copies no scope per
+    row), and its calls that read no row once. Rows are tested in order, each as ``Expr``
+    would test it alone."""
+
+    __slots__ = ("_code", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        tree = _parse(source)
+        test = _Hoist({"row", *_bound(tree)}).visit(_AttrToKey().visit(tree).body)
+        assert isinstance(test, ast.expr)
+        loop = ast.comprehension(
+            target=ast.Name("row", ast.Store()),
+            iter=ast.Name(_ROWS, ast.Load()),
+            ifs=[test],
+            is_async=0,
+        )
+        tree = ast.Expression(ast.GeneratorExp(ast.Name("row", ast.Load()), [loop]))
+        self._code = compile(ast.fix_missing_locations(tree), f"<filter {source[:40]}>", "eval")
+
+    def select(self, rows: Iterable[Any], scope: Mapping[str, Any], limit: int) -> list[Any]:
+        """The first ``limit`` of ``rows`` that pass, in order."""
+        try:
+            return list(
+                islice(eval(self._code, {**_GLOBALS, **scope, _ROWS: rows, _MEMO: {}}), limit)
+            )
+        except _FAILURES as exc:
+            raise ExprError(f"{self.source}: {type(exc).__name__}: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"RowFilter({self.source!r})"
 
 
 @lru_cache(maxsize=4096)

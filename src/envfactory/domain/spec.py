@@ -158,7 +158,7 @@ class RowsSpec(_Spec):
     )
     filter: str | None = Field(None, description="expression over `row` and the scope")
     order_by: str | None = Field(None, description="a field; '-field' for descending")
-    limit: int = 50
+    limit: int = Field(50, ge=1, description="the most rows returned")
 
 
 class CheckSpec(_Spec):

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from envfactory.domain.expr import Expr, ExprError, Template, Value, compile_expr
+from envfactory.domain.expr import Expr, ExprError, RowFilter, Template, Value, compile_expr
 from envfactory.domain.spec import ActionSpec, ParamSpec, RowsSpec
 from envfactory.errors import DomainError
 from envfactory.tools.params import check_arguments, json_schema, parse_arguments
@@ -88,7 +89,7 @@ class RowsQuery:
             if f not in self.table.types:
                 raise DomainError(f"{spec.rows} has no field {f!r}")
         self.where = {f: Value(v) for f, v in spec.where.items()}
-        self.filter: Expr | None = compile_expr(spec.filter) if spec.filter else None
+        self.filter = RowFilter(spec.filter) if spec.filter else None
         self.order_by = spec.order_by
         self.limit = spec.limit
 
@@ -100,13 +101,8 @@ class RowsQuery:
                 where[f] = value
         if self.filter is None:
             return store.rows(self.table.name, where, self.order_by, self.limit)
-        out = []
-        for row in store.rows(self.table.name, where, self.order_by):
-            if self.filter({**scope, "row": row}):
-                out.append(row)
-                if len(out) >= self.limit:
-                    break
-        return out
+        select = partial(self.filter.select, scope=scope, limit=self.limit)
+        return store.rows(self.table.name, where, self.order_by, select=select)
 
 
 def _short(v: Any) -> str:

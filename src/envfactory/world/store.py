@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -235,9 +235,11 @@ class Store:
         where: Mapping[str, Any] | None = None,
         order_by: str | None = None,
         limit: int | None = None,
+        select: Callable[[list[Row]], list[Row]] | None = None,
     ) -> list[Row]:
         """Rows whose fields equal ``where`` (strings compared case-insensitively, except ids
-        and references)."""
+        and references); ``select`` picks some of them (given rows it must not change), so
+        that only those are copied."""
         t = self.base.tables[table]
         sql = [f"SELECT {', '.join(t.columns)} FROM {table}"]
         params: list[Any] = []
@@ -265,8 +267,10 @@ class Store:
             sql.append(f"LIMIT {int(limit)}")
         if table in self.touched or self.conn is _CLOSED:  # the table may not be the base's
             self.sync()
-            return [t.to_row(r) for r in self.conn.execute(" ".join(sql), params)]
-        return [r.copy() for r in self.base.queries.run(self.conn, t, " ".join(sql), params)]
+            read = [t.to_row(r) for r in self.conn.execute(" ".join(sql), params)]
+            return select(read) if select else read
+        cached = self.base.queries.run(self.conn, t, " ".join(sql), params)
+        return [r.copy() for r in (select(cached) if select else cached)]
 
     # -- writes ------------------------------------------------------------------------------
 
