@@ -129,6 +129,12 @@ class _Tally:
         )
 
 
+#: How a cell's episodes run. They wait on one model together: a turn of ten long prompts on
+#: a shared CPU can pass the engine's defaults (120 s a call, 30 minutes an episode) with
+#: nothing stuck, and episodes cut off that way are faults, not scored (hr at difficulty 4,
+#: 22 calls a task, kept 3 of its 10). Each call stays bounded: a hung server still ends it.
+ENGINE = EngineConfig(concurrency=16, call_timeout_s=1800.0, episode_timeout_s=None)
+
 #: The harness a small local model is measured under: calls decoded under the tools' grammar,
 #: the first reply a call.
 GRAMMAR_HARNESS = HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=4)
@@ -333,7 +339,7 @@ def _run(
     engine = RolloutEngine(
         policy,
         harness=harness,
-        config=EngineConfig(concurrency=16),
+        config=ENGINE,
         on_episode=done,
         keep_records=False,
     )
