@@ -7,6 +7,7 @@ import asyncio
 import copy
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,41 @@ def test_concurrent_calls_are_batched_and_match_their_prompts(policy: Transforme
     for out in outs:
         assert 0 < len(out.output_ids) <= 12 and len(out.logprobs) == len(out.output_ids)  # type: ignore[attr-defined]
         assert all(lp <= 0 for lp in out.logprobs)  # type: ignore[attr-defined]
+
+
+def test_a_call_given_up_costs_the_calls_beside_it_nothing(tokenizer: Any, model: Any) -> None:
+    """A caller may give up on its call (the engine's call timeout). Given up while its batch
+    generates, the others of the batch still get their replies (the reply set on the abandoned
+    call stopped the batch, and the others waited for their own timeouts, then generated
+    again); given up while it waits, it is never generated."""
+    policy = TransformersPolicy(model, tokenizer, temperature=0, max_new_tokens=4)
+    prompt = tokenizer.encode("Please cancel my order.")
+    started, release = threading.Event(), threading.Event()
+    sizes: list[int] = []
+    original = policy._generate_calls
+
+    def held(calls: list[Any]) -> list[Generated]:
+        sizes.append(len(calls))
+        started.set()
+        release.wait(30)  # the batch is generating while its callers give up
+        return original(calls)
+
+    policy._generate_calls = held  # type: ignore[method-assign]
+
+    async def run() -> tuple[list[asyncio.Task[Generated]], list[Generated]]:
+        calls = [asyncio.create_task(policy.generate(list(prompt))) for _ in range(3)]
+        assert await asyncio.to_thread(started.wait, 30)
+        calls[0].cancel()  # given up while generating
+        waiting = asyncio.create_task(policy.generate(list(prompt)))
+        await asyncio.sleep(0)
+        waiting.cancel()  # given up while waiting
+        release.set()
+        return calls, await asyncio.wait_for(asyncio.gather(*calls[1:]), 30)
+
+    calls, replies = asyncio.run(run())
+    assert calls[0].cancelled()
+    assert replies[0].output_ids and replies[0].output_ids == replies[1].output_ids
+    assert sizes == [3]  # the call given up while waiting was never generated
 
 
 def test_a_shared_system_prompt_is_read_once_and_changes_no_reply(

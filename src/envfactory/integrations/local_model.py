@@ -280,20 +280,25 @@ class TransformersPolicy:
         return await call.done
 
     async def _drain(self) -> None:
+        """Generate the waiting calls, a batch at a time. A caller may give up on its call (the
+        engine's call timeout): a call given up while it waits is dropped, and one given up
+        while its batch generates costs the others in the batch nothing."""
         while self._waiting:
             await asyncio.sleep(0)  # let the episodes that are ready queue their calls too
-            batch, self._waiting = (
-                self._waiting[: self.max_batch],
-                self._waiting[self.max_batch :],
-            )
+            live = [c for c in self._waiting if not c.done.cancelled()]
+            batch, self._waiting = live[: self.max_batch], live[self.max_batch :]
+            if not batch:
+                break
             try:
                 outs = await asyncio.to_thread(self._generate_calls, batch)
             except Exception as exc:  # every caller hears of it
                 for c in batch:
-                    c.done.set_exception(exc)
+                    if not c.done.done():
+                        c.done.set_exception(exc)
                 continue
             for c, out in zip(batch, outs, strict=True):
-                c.done.set_result(out)
+                if not c.done.done():
+                    c.done.set_result(out)
 
     def _generate_calls(self, calls: list[PendingCall]) -> list[Generated]:
         """The calls' replies: those sharing a prefix generated together over its kept keys
