@@ -122,10 +122,10 @@ def test_concurrent_calls_are_batched_and_match_their_prompts(policy: Transforme
 
 
 def test_a_call_given_up_costs_the_calls_beside_it_nothing(tokenizer: Any, model: Any) -> None:
-    """A caller may give up on its call (the engine's call timeout). Given up while its batch
-    generates, the others of the batch still get their replies (the reply set on the abandoned
-    call stopped the batch, and the others waited for their own timeouts, then generated
-    again); given up while it waits, it is never generated."""
+    """A caller may give up on its call (its episode ran out of time). Given up while its
+    batch generates, the others of the batch still get their replies (the reply set on the
+    abandoned call stopped the batch, and the others waited until their own episodes ran out
+    of time); given up while it waits, it is never generated."""
     policy = TransformersPolicy(model, tokenizer, temperature=0, max_new_tokens=4)
     prompt = tokenizer.encode("Please cancel my order.")
     started, release = threading.Event(), threading.Event()

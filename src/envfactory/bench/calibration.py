@@ -129,10 +129,11 @@ class _Tally:
         )
 
 
-#: How a cell's episodes run. They wait on one model together: a turn of ten long prompts on
-#: a shared CPU can pass the engine's defaults (120 s a call, 30 minutes an episode) with
-#: nothing stuck, and episodes cut off that way are faults, not scored (hr at difficulty 4,
-#: 22 calls a task, kept 3 of its 10). Each call stays bounded: a hung server still ends it.
+#: How a cell's episodes run: with no limit of wall-clock time. They wait on one model
+#: together, and 22 turns of ten long prompts on a shared CPU passed the engine's default of
+#: 30 minutes an episode with nothing stuck: episodes cut off that way are faults, not scored
+#: (hr at difficulty 4 kept 3 of its 10). A model behind a server has each call bounded, so a
+#: hung server still ends the episode (an in-process model's calls are never timed out).
 ENGINE = EngineConfig(concurrency=16, call_timeout_s=1800.0, episode_timeout_s=None)
 
 #: The harness a small local model is measured under: calls decoded under the tools' grammar,

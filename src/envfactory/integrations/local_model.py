@@ -280,9 +280,9 @@ class TransformersPolicy:
         return await call.done
 
     async def _drain(self) -> None:
-        """Generate the waiting calls, a batch at a time. A caller may give up on its call (the
-        engine's call timeout): a call given up while it waits is dropped, and one given up
-        while its batch generates costs the others in the batch nothing."""
+        """Generate the waiting calls, a batch at a time. A caller may give up on its call (its
+        episode ran out of time): a call given up while it waits is dropped, and one given up
+        while its batch generates costs the others nothing."""
         while self._waiting:
             await asyncio.sleep(0)  # let the episodes that are ready queue their calls too
             live = [c for c in self._waiting if not c.done.cancelled()]
