@@ -121,6 +121,47 @@ def test_concurrent_calls_are_batched_and_match_their_prompts(policy: Transforme
         assert all(lp <= 0 for lp in out.logprobs)  # type: ignore[attr-defined]
 
 
+def test_a_reply_that_ends_leaves_the_batch_and_every_reply_is_stock_generations(
+    policy: TransformersPolicy,
+) -> None:
+    """Replies of different lengths decoded together: the batch shrinks as each ends (no step
+    decodes a finished reply), and every greedy reply and logprob is the one transformers'
+    own ``generate`` gives its prompt alone."""
+    import torch
+
+    greedy = TransformersPolicy(
+        policy.model, policy.tokenizer, temperature=0, max_new_tokens=24, stop_ids=policy.stop_ids
+    )
+    prompts = [
+        greedy.encode([{"role": "user", "content": text}])
+        for text in ("Hi", "What is the capital of France? One word.", "Count to three, please.")
+    ]
+    rows: list[int] = []
+    hook = greedy.model.register_forward_pre_hook(
+        lambda _m, _a, kw: rows.append(kw["input_ids"].shape[0]), with_kwargs=True
+    )
+    try:
+        replies = greedy._generate(prompts)
+    finally:
+        hook.remove()
+    lengths = sorted(len(r.output_ids) for r in replies)
+    assert lengths[0] < lengths[-1] == 24  # two end early, one runs to the limit
+    assert rows == [3] * lengths[0] + [2] * (lengths[1] - lengths[0]) + [1] * (24 - lengths[1])
+    for prompt, reply in zip(prompts, replies, strict=True):
+        ids = torch.tensor([prompt])
+        stock = greedy.model.generate(
+            ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False,
+            top_p=None, top_k=None, temperature=None, eos_token_id=list(greedy.stop_ids),
+            pad_token_id=0, return_dict_in_generate=True, output_scores=True,
+        )  # fmt: skip
+        scores = greedy.model.compute_transition_scores(
+            stock.sequences, stock.scores, normalize_logits=True
+        )
+        assert reply.output_ids == stock.sequences[0, len(prompt) :].tolist()
+        assert reply.stopped == (reply.output_ids[-1] in greedy.stop_ids)
+        assert reply.logprobs == pytest.approx(scores[0].tolist(), abs=1e-3)
+
+
 def test_a_call_given_up_costs_the_calls_beside_it_nothing(tokenizer: Any, model: Any) -> None:
     """A caller may give up on its call (its episode ran out of time). Given up while its
     batch generates, the others of the batch still get their replies (the reply set on the

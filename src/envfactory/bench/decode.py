@@ -15,6 +15,11 @@ Last, ``waiting`` calls queued at once (a calibration cell's ten episodes), gene
 batches of at most 8 (8 + 2) against all in one batch: a decoding step on the CPU costs
 mostly the reading of the weights, whatever the rows, so a straggler batch costs nearly a
 full one (same tokens, greedy; medians, interleaved).
+
+And ``ragged`` real requests (retail's, under its shared system prompt) whose replies end at
+different lengths: a static batch (``model.generate``: every row decoded, padding, until the
+longest reply ends) against envfactory's decoding, where a reply that ends leaves the batch
+(same tokens, greedy; medians, interleaved).
 """
 
 from __future__ import annotations
@@ -49,6 +54,12 @@ class DecodeBench(BaseModel):
     one_batch_s: float = Field(description="the waiting calls in one batch")
     one_batch_speedup: float
     one_batch_same_tokens: bool
+    ragged_calls: int
+    ragged_reply_tokens: list[int] = Field(description="each reply's length, of at most 96")
+    static_batch_s: float = Field(description="model.generate: every row to the last step")
+    leaving_batch_s: float = Field(description="envfactory: a reply that ends leaves the batch")
+    leaving_speedup: float
+    leaving_same_tokens: bool
     load_avg: tuple[float, float, float]
 
 
@@ -116,6 +127,55 @@ def _waiting_calls(
     return {n: median(t) for n, t in runs.items()}, replies
 
 
+def _ragged_calls(
+    local: Any, calls: int, new: int, repeats: int
+) -> tuple[float, float, list[list[int]], list[list[int]]]:
+    """The median seconds of ``calls`` retail requests (validation, difficulty 1) decoded
+    together over their shared system prompt, greedy, as a static batch and with finished
+    replies leaving, interleaved; and each way's replies."""
+    import torch
+
+    import envfactory
+    from envfactory.harness.config import HarnessConfig
+    from envfactory.harness.prompt import exposed_tools, opening
+
+    policy = _greedy(local, new, max_batch=calls)
+    env, harness = envfactory.make("retail"), HarnessConfig(tool_format="text")
+    prompts = []
+    for i in range(calls):
+        public = env.task("validation", 1, i).public
+        tools = exposed_tools(public, env.tools("openai"), harness)
+        prompts.append(policy.encode(opening(public, tools, harness)))
+    shared = next((i for i, t in enumerate(zip(*prompts, strict=False)) if len(set(t)) > 1), 0)
+    prefix = prompts[0][:shared]  # the system prompt
+
+    def static() -> list[list[int]]:
+        batch = policy._batch(prompts, prefix, None)
+        with torch.no_grad():
+            out = local.model.generate(
+                batch.ids, attention_mask=batch.mask, past_key_values=batch.cache,
+                max_new_tokens=new, do_sample=False, top_p=None, top_k=None, temperature=None,
+                pad_token_id=0, eos_token_id=list(local.stop_ids),
+            )  # fmt: skip
+        rows = out[:, batch.ids.shape[1] :].tolist()
+        ends = [next((i + 1 for i, t in enumerate(r) if t in local.stop_ids), None) for r in rows]
+        return [r[:end] for r, end in zip(rows, ends, strict=True)]
+
+    def leaving() -> list[list[int]]:
+        return [g.output_ids for g in policy._generate(prompts, prefix)]
+
+    ways = {"static": static, "leaving": leaving}
+    leaving()  # the system prompt read and kept before timing
+    runs: dict[str, list[float]] = {name: [] for name in ways}
+    replies: dict[str, list[list[int]]] = {}
+    for _ in range(repeats):
+        for name, way in ways.items():
+            start = time.perf_counter()
+            replies[name] = way()
+            runs[name].append(time.perf_counter() - start)
+    return median(runs["static"]), median(runs["leaving"]), replies["static"], replies["leaving"]
+
+
 def bench_decode(
     batch: int = 8,
     prefix: int = 1500,
@@ -125,6 +185,8 @@ def bench_decode(
     calls: int = 6,
     observation: int = 200,
     waiting: int = 10,
+    ragged: int = 10,
+    reply: int = 96,
 ) -> DecodeBench:
     import torch
     from transformers import DynamicCache
@@ -188,6 +250,7 @@ def bench_decode(
     queued = [torch.randint(100, 40_000, (own,), generator=gen).tolist() for _ in range(waiting)]
     batched, answers = _waiting_calls(policies, shared[0].tolist(), queued, repeats)
     stock, ours = median(times["stock"]), median(times["envfactory"])
+    static_s, leaving_s, static, leaving = _ragged_calls(local, ragged, reply, repeats)
     return DecodeBench(
         model=local.name,
         batch=batch,
@@ -209,5 +272,11 @@ def bench_decode(
         one_batch_s=round(batched[whole], 2),
         one_batch_speedup=round(batched[split] / batched[whole], 2),
         one_batch_same_tokens=answers[split] == answers[whole],
+        ragged_calls=ragged,
+        ragged_reply_tokens=[len(r) for r in leaving],
+        static_batch_s=round(static_s, 2),
+        leaving_batch_s=round(leaving_s, 2),
+        leaving_speedup=round(static_s / leaving_s, 2),
+        leaving_same_tokens=static == leaving,
         load_avg=os.getloadavg(),
     )

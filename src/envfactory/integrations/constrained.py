@@ -1,9 +1,8 @@
 """Grammar-constrained decoding for a transformers model, with llguidance.
 
-:class:`GrammarMask` is a ``model.generate`` logits processor: each sequence of the batch has
-its own grammar (or none), and at every step the tokens its grammar cannot take next get
-``-inf``. The logprobs generation reports are then those of the constrained sampler, which is
-the policy that acted.
+:class:`GrammarMask` holds each reply's grammar (or none) while a batch is decoded: at every step
+the tokens a reply's grammar cannot take next get ``-inf``. The logprobs the decoder reports are
+then those of the constrained sampler, which is the policy that acted.
 """
 
 from __future__ import annotations
@@ -58,36 +57,40 @@ def _checked(grammar_tok: Any, grammar: str) -> str:
 
 
 class GrammarMask:
-    """A logits processor holding one matcher per sequence (None: unconstrained)."""
+    """One matcher per reply of a batch (None: unconstrained), indexed by the reply's row."""
 
-    def __init__(
-        self, grammar_tok: Any, grammars: list[str | None], prompt_width: int, end_id: int
-    ) -> None:
+    def __init__(self, grammar_tok: Any, grammars: list[str | None], end_id: int) -> None:
         import llguidance
 
         self.matchers = [
             None if g is None else llguidance.LLMatcher(grammar_tok, _checked(grammar_tok, g))
             for g in grammars
         ]
-        self.width = prompt_width
         self.end_id = end_id
 
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
+    def __call__(self, scores: Any, rows: list[int]) -> Any:
+        """``scores`` (one line per reply still being decoded, of the replies ``rows``) with
+        the tokens each grammar cannot take next at ``-inf``; a complete reply can only end."""
         import torch
 
-        for row, matcher in enumerate(self.matchers):
+        for line, row in enumerate(rows):
+            matcher = self.matchers[row]
             if matcher is None:
                 continue
-            if input_ids.shape[1] > self.width and not matcher.is_stopped():
-                matcher.consume_token(int(input_ids[row, -1]))
-            if matcher.is_stopped():  # the reply is complete (or over: padding follows)
-                end = scores[row, self.end_id].clone()
-                scores[row] = float("-inf")
-                scores[row, self.end_id] = end
+            if matcher.is_stopped():
+                end = scores[line, self.end_id].clone()
+                scores[line] = float("-inf")
+                scores[line, self.end_id] = end
                 continue
             allowed = torch.frombuffer(bytearray(matcher.compute_logit_bias()), dtype=torch.uint8)
             blocked = torch.ones(scores.shape[1], dtype=torch.bool)
             n = min(len(allowed), scores.shape[1])
             blocked[:n] = allowed[:n] == 0
-            scores[row, blocked.to(scores.device)] = float("-inf")
+            scores[line, blocked.to(scores.device)] = float("-inf")
         return scores
+
+    def consume(self, row: int, token: int) -> None:
+        """Advance reply ``row``'s grammar past ``token``, the one it was given."""
+        matcher = self.matchers[row]
+        if matcher is not None and not matcher.is_stopped():
+            matcher.consume_token(token)

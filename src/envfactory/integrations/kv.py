@@ -64,6 +64,11 @@ class SharedPrefixLayer(DynamicLayer):  # type: ignore[misc]
     def get_seq_length(self) -> int:
         return int(self.prefix[0].shape[2]) + self.filled
 
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        """Keep the rows ``indices`` (the shared prefix stays as it is)."""
+        self._keys = self._keys[indices]
+        self._values = self._values[indices]
+
 
 def _grown(buffer: torch.Tensor, filled: int, needed: int) -> torch.Tensor:
     bigger = buffer.new_empty(*buffer.shape[:2], max(needed, 2 * buffer.shape[2]), buffer.shape[3])

@@ -1,32 +1,35 @@
 """A rollout policy backed by a transformers model in this process.
 
-It renders each call's context with the tokenizer's chat template, samples with
-``model.generate`` and records the exact prompt ids, output ids and the sampler's logprob of
-every output token, so its episodes are token-faithful like a vLLM server's. Tool calls are
-read from the reply's text (Hermes / Qwen ``<tool_call>`` blocks): run it with
-``HarnessConfig(tool_format="text")``, or ``"grammar"`` to decode every reply under the grammar
-of a message or one well-formed call of an exposed tool (:mod:`envfactory.harness.grammar`).
+It renders each call's context with the tokenizer's chat template, samples (greedy, or at a
+temperature, the tokens ``model.generate`` would give) and records the exact prompt ids, output
+ids and the sampler's logprob of every output token, so its episodes are token-faithful like a
+vLLM server's. Tool calls are read from the reply's text (Hermes / Qwen ``<tool_call>``
+blocks): run it with ``HarnessConfig(tool_format="text")``, or ``"grammar"`` to decode every
+reply under the grammar of a message or one well-formed call of an exposed tool
+(:mod:`envfactory.harness.grammar`).
 
 Calls from concurrent episodes are batched: whatever calls are waiting when the model is free
 (up to ``max_batch``, and fewer when their prompts are long: see ``ATTENTION_BUDGET``) are
 generated together, in a worker thread, so the event loop keeps stepping environments
-meanwhile. The system prompt (a world's rules and tools, most of every prompt) is read once:
-its keys and values are kept and shared by every call that starts with it, and only each
-call's own tokens are read. An episode keeps the keys and values of its own tokens (the
-request, the turns so far, its last reply) from one call to the next, so each call reads only
-what is new since its last (the latest observation): a long episode's prompts cost their growth,
-not their length. A prompt that leaves no room for the reply in the model's context
-is refused with :class:`~envfactory.policies.base.ContextOverflow` (the episode is truncated,
-as a server's "context length exceeded" truncates it). :meth:`TransformersPolicy.from_path`
-loads the embedded model or any local one (:mod:`envfactory.integrations.embedded`).
+meanwhile; a reply that ends leaves the batch at once, so no step decodes a finished one. The
+system prompt (a world's rules and tools, most of every prompt) is read once: its keys and
+values are kept and shared by every call that starts with it, and only each call's own tokens
+are read. An episode keeps the keys and values of its own tokens (the request, the turns so
+far, its last reply) from one call to the next, so each call reads only what is new since its
+last (the latest observation): a long episode's prompts cost their growth, not their length. A
+prompt that leaves no room for the reply in the model's context is refused with
+:class:`~envfactory.policies.base.ContextOverflow` (the episode is truncated, as a server's
+"context length exceeded" truncates it). :meth:`TransformersPolicy.from_path` loads the
+embedded model or any local one (:mod:`envfactory.integrations.embedded`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envfactory.episode.types import Message
 from envfactory.harness.grammar import Choices, reply_grammar
@@ -40,6 +43,9 @@ from envfactory.policies.base import (
     RawAction,
 )
 from envfactory.trajectory.record import ModelInfo
+
+if TYPE_CHECKING:
+    from envfactory.integrations.constrained import GrammarMask
 
 PREFIX_MIN = 64  # a shared system prompt shorter than this is read again with each call
 PREFIXES_KEPT = 4  # system prompts whose keys and values are kept (a few worlds at once)
@@ -111,6 +117,23 @@ class PendingCall:
     grammar: str | None  # the grammar the reply must follow, None: free text
     done: asyncio.Future[Generated] = field(repr=False)
     kept: Kept | None = None  # the episode's keys and values from its last call
+
+
+Reply = tuple[list[int], list[float], bool, Kept | None]  # tokens, logprobs, stopped, kept
+
+
+@dataclass
+class Batch:
+    """Calls laid out to be decoded together: ``ids`` and ``mask``, one padded row a call;
+    ``cache``, the keys and values of the rows' leading tokens (None: all read); ``reused``,
+    each row's own tokens not read again; ``keep``, a row's keys and values for its episode's
+    next call, taken from the cache at the row's line in the batch (None: not kept)."""
+
+    ids: Any
+    mask: Any
+    cache: Any
+    reused: list[int]
+    keep: Callable[[Any, int, int, list[int]], Kept | None]
 
 
 class TransformersSession:
@@ -357,13 +380,30 @@ class TransformersPolicy:
         grammars: list[str | None] | None = None,
         kept: list[Kept | None] | None = None,
     ) -> list[Generated]:
-        """Replies to ``prompts``, which all start with ``prefix``. Each row is the prefix, then
-        the tokens whose keys and values its episode ``kept`` (left-padded to the longest such
-        run), then the rest of its own tokens (left-padded): positions follow the attention
-        mask, so padding moves no token. Each reply follows its grammar, where it has one."""
+        """Replies to ``prompts``, which all start with ``prefix``, each following its grammar
+        where it has one; ``kept``: each episode's keys and values from its last call."""
+        batch = self._batch(prompts, prefix or [], kept)
+        grammar = None
+        if grammars and any(g is not None for g in grammars):
+            from envfactory.integrations.constrained import GrammarMask, grammar_tokenizer
+
+            tok = grammar_tokenizer(self.tokenizer, self.end_id)
+            grammar = GrammarMask(tok, grammars, self.end_id)
+        replies = self._decode(batch, grammar)
+        return [
+            Generated(tokens, logprobs, stopped, mine, r)
+            for (tokens, logprobs, stopped, mine), r in zip(replies, batch.reused, strict=True)
+        ]
+
+    def _batch(
+        self, prompts: list[list[int]], prefix: list[int], kept: list[Kept | None] | None
+    ) -> Batch:
+        """``prompts`` (all starting with ``prefix``) as one batch. Each row is the prefix,
+        then the tokens whose keys and values its episode ``kept`` (left-padded to the longest
+        such run), then the rest of its own tokens (left-padded): positions follow the
+        attention mask, so padding moves no token."""
         import torch
 
-        prefix = prefix or []
         key = tuple(prefix)
         own = [p[len(prefix) :] for p in prompts]
         shares = self._shares(key)
@@ -371,56 +411,88 @@ class TransformersPolicy:
         reused = [self._reused(key, o, k) for k, o in zip(olds, own, strict=True)]
         fresh = [o[r:] for o, r in zip(own, reused, strict=True)]
         held, new = max(reused), max(map(len, fresh))
-        width = len(prefix) + held + new
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         rows, masks = [], []
         for o, r, f in zip(own, reused, fresh, strict=True):
             gaps = (held - r, new - len(f))
             rows.append([*prefix, *[pad] * gaps[0], *o[:r], *[pad] * gaps[1], *f])
             masks.append([1] * len(prefix) + [0] * gaps[0] + [1] * r + [0] * gaps[1] + [1] * len(f))
-        ids, mask = torch.tensor(rows), torch.tensor(masks)
         cache = None
         if shares:
             cache = self._prefix_cache(prefix, len(prompts), held + new + self.max_new_tokens)
             _fill_kept(cache, olds, reused, held)
-        sample = self.temperature > 0
-        processors = []
-        if grammars and any(g is not None for g in grammars):
-            from envfactory.integrations.constrained import GrammarMask, grammar_tokenizer
 
-            tok = grammar_tokenizer(self.tokenizer, self.end_id)
-            processors.append(GrammarMask(tok, grammars, width, self.end_id))
-        with torch.no_grad():
-            out = self.model.generate(
-                ids.to(self.model.device),
-                attention_mask=mask.to(self.model.device),
-                past_key_values=cache,
-                use_cache=True,  # a trainer may have turned it off in the model's config
-                max_new_tokens=self.max_new_tokens,
-                do_sample=sample,
-                temperature=self.temperature if sample else None,
-                top_p=None,
-                top_k=None,
-                return_dict_in_generate=True,
-                output_scores=True,
-                pad_token_id=pad,
-                eos_token_id=list(self.stop_ids),
-                logits_processor=processors or None,
-            )
-            scores = self.model.compute_transition_scores(
-                out.sequences, out.scores, normalize_logits=True
-            )
-        results = []
-        for row in range(len(prompts)):
-            tokens = [int(t) for t in out.sequences[row, width:]]
-            end = next((i + 1 for i, t in enumerate(tokens) if t in self.stop_ids), None)
-            done = tokens if end is None else tokens[:end]
-            logprobs = [float(x) for x in scores[row, : len(done)]]
-            mine = None
-            if cache is not None and self.reuse:
-                mine = _kept_row(cache, key, row, own[row], reused[row], held, new, done)
-            results.append(Generated(done, logprobs, end is not None, mine, reused[row]))
-        return results
+        def keep(cache: Any, line: int, row: int, reply: list[int]) -> Kept | None:
+            if not shares or not self.reuse:
+                return None
+            return _kept_row(cache, key, line, own[row], reused[row], held, new, reply)
+
+        device = self.model.device
+        ids, mask = torch.tensor(rows, device=device), torch.tensor(masks, device=device)
+        return Batch(ids, mask, cache, reused, keep)
+
+    def _decode(self, batch: Batch, grammar: GrammarMask | None) -> list[Reply]:
+        """Sample a reply for each row of ``batch``, under its ``grammar`` where it has one:
+        its tokens, up to and with a stop token, their logprobs, whether it stopped, and the
+        keys and values its episode keeps. A finished reply leaves the batch at once: the
+        steps after it decode only the replies still going (a static batch would carry it,
+        padding, to the longest reply's end)."""
+        import torch
+
+        ids, mask, cache = batch.ids, batch.mask, batch.cache
+        positions = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0)
+        start = cache.get_seq_length() if cache is not None else 0
+        step_ids, step_positions = ids[:, start:], positions[:, start:]
+        rows = list(range(len(ids)))  # the reply each line of the batch decodes
+        tokens: list[list[int]] = [[] for _ in rows]
+        logprobs: list[list[float]] = [[] for _ in rows]
+        ended = [False for _ in rows]
+        kept: list[Kept | None] = [None for _ in rows]
+        stops = torch.tensor(self.stop_ids, device=ids.device)
+        for step in range(self.max_new_tokens):
+            with torch.no_grad():
+                out = self.model(
+                    input_ids=step_ids,
+                    attention_mask=mask,
+                    position_ids=step_positions,
+                    past_key_values=cache,
+                    use_cache=True,  # a trainer may have turned it off in the model's config
+                    logits_to_keep=1,
+                )
+            cache = out.past_key_values
+            scores = out.logits[:, -1, :].to(dtype=torch.float32)
+            if grammar is not None:
+                scores = grammar(scores, rows)
+            if self.temperature > 0:
+                scores = scores / self.temperature
+                chosen = torch.multinomial(torch.softmax(scores, -1), 1).squeeze(1)
+            else:
+                chosen = scores.argmax(-1)
+            chosen_logprobs = torch.log_softmax(scores, -1).gather(1, chosen[:, None])[:, 0]
+            stopping = torch.isin(chosen, stops)
+            last = step == self.max_new_tokens - 1
+            going = []
+            for line, row in enumerate(rows):
+                tokens[row].append(int(chosen[line]))
+                logprobs[row].append(float(chosen_logprobs[line]))
+                ended[row] = bool(stopping[line])
+                if ended[row] or last:
+                    kept[row] = batch.keep(cache, line, row, tokens[row])
+                else:
+                    going.append(line)
+                    if grammar is not None:
+                        grammar.consume(row, tokens[row][-1])
+            if not going:
+                break
+            if len(going) < len(rows):
+                lines = torch.tensor(going, device=ids.device)
+                cache.batch_select_indices(lines)
+                mask, chosen, step_positions = mask[lines], chosen[lines], step_positions[lines]
+                rows = [rows[line] for line in going]
+            step_ids = chosen[:, None]
+            step_positions = step_positions[:, -1:] + 1
+            mask = torch.cat([mask, mask.new_ones(len(rows), 1)], dim=-1)
+        return list(zip(tokens, logprobs, ended, kept, strict=True))
 
     async def aclose(self) -> None:
         if self._worker is not None:
