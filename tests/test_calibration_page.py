@@ -1,5 +1,5 @@
 """The calibration page's generated section: numbers, heat map and table from the file, written
-between the page's markers and nowhere else."""
+between the page's markers and nowhere else; and cells whose episodes were not scored."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from envfactory.bench.calibration import CalibrationCell, main, store_cells
+from envfactory.bench.calibration import CalibrationCell, calibrate, main, store_cells
 from envfactory.bench.calibration_page import BEGIN, END, PageError, remaining, section
+from envfactory.policies.base import EpisodeContext, PolicyReply, PolicyRequest
+from envfactory.trajectory.record import ModelInfo
 
 
 def _cell(env: str, difficulty: int, wins: int, reach: float) -> CalibrationCell:
@@ -49,6 +51,48 @@ def test_the_section_counts_cells_within_reach_and_lists_the_rest() -> None:
     assert "Still to measure within reach: hotel (1, 2); web-hotel (1)." in text
     assert "![calibration heat map](images/cal.png)" in text
     assert "| hotel | 1 | 10 | 0.00 (0.00-0.30) |" in text  # every row is in the table
+
+
+def test_a_cell_with_episodes_not_scored_is_not_measured_and_says_so(tmp_path: Path) -> None:
+    """A cell whose episodes were not scored (no browser, say) is still to measure, and its row
+    in the table and on the heat map says how many were not scored."""
+    lost = _cell("web-hotel", 1, 0, 1.0).model_copy(
+        update={"tasks": 0, "success": 0.0, "faults": 10, "fault_reasons": ["no browser"]}
+    )
+    assert not lost.whole and _cell("web-hotel", 1, 0, 1.0).whole
+    assert remaining([*CELLS, lost], EXPECTED) == {"hotel": [1, 2], "web-hotel": [1]}
+    text = section([*CELLS, lost], EXPECTED, "images/cal.png")
+    assert text.startswith("**2 of the 5 cells**")
+    assert "| web-hotel | 1 | 0 (+10 not scored) | 0.00 (0.00-0.30) |" in text
+    data = tmp_path / "cal.jsonl"
+    store_cells(data, [*CELLS, lost])
+    main([str(data), "--plot", str(tmp_path / "cal.png")])  # a cell of no episodes is blank
+    assert (tmp_path / "cal.png").read_bytes()[:4] == b"\x89PNG"
+
+
+class _Unplugged:
+    """A local policy whose model is gone: every call fails."""
+
+    name, local = "unplugged", True
+    info = ModelInfo(name="unplugged", provider="test")
+
+    def session(self, ctx: EpisodeContext) -> _Unplugged:
+        return self
+
+    async def act(self, request: PolicyRequest) -> PolicyReply:
+        raise RuntimeError("the model's device is gone")
+
+    def replay(self, observations: list[object]) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+def test_episodes_that_fail_for_want_of_a_model_are_faults_with_their_reason() -> None:
+    """An infrastructure failure is never a reward of 0: the cell scores none of its episodes,
+    counts them as faults and keeps why (the CLI prints it; a resumed run measures it again)."""
+    (cell,) = calibrate(_Unplugged(), ["hotel"], tasks=2, difficulties=[1], fit_plan=False)
+    assert (cell.tasks, cell.success) == (0, 0.0) and cell.faults >= 2 and not cell.whole
+    assert cell.fault_reasons == ["the policy failed: RuntimeError: the model's device is gone"]
 
 
 def test_the_page_keeps_its_prose_and_is_rewritten_in_place(tmp_path: Path) -> None:

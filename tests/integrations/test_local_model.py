@@ -444,7 +444,7 @@ def test_calibration_jobs_measure_cells_in_processes_and_keep_them(tmp_path: Pat
     cells = json.loads(done.stdout)
     got = [(c["env"], c["difficulty"]) for c in cells]
     assert got == [("hotel", 0), ("term-git", 0)]
-    assert cells[0] == planted  # kept, not measured again
+    assert cells[0] == planted | {"fault_reasons": []}  # kept, not measured again
     measured = cells[1]
     assert measured["tasks"] == 1 and measured["tool_format"] == "grammar"
     assert measured["reach"] == 1.0 and measured["calls_attempted"] >= 1
@@ -456,8 +456,8 @@ def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`--out` keeps each world's cells as they are measured; a cell already in the file is
-    reported as it was and not measured again, unless its turn budget kept it out of reach:
-    that one is measured again and its row replaced."""
+    reported as it was and not measured again, unless its turn budget kept it out of reach or
+    some of its episodes were not scored: those are measured again and their rows replaced."""
     kept = tmp_path / "calibration.jsonl"
     planted = {
         "env": "hotel", "difficulty": 0, "tasks": 10, "success": 0.3, "ci95": [0.1, 0.6],
@@ -466,19 +466,23 @@ def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(
         "faults": 0, "tool_format": "grammar", "max_turns": 2, "reach": 1.0,
     }  # fmt: skip
     short = planted | {"env": "term-git", "max_turns": 1, "reach": 0.0}
-    kept.write_text(json.dumps(planted) + "\n" + json.dumps(short) + "\n")
-    args = ["--envs", "hotel,term-git", "--difficulties", "0", "--tasks", "1"]
+    lost = planted | {"env": "retail", "tasks": 0, "faults": 10, "fault_reasons": ["no browser"]}
+    kept.write_text("".join(json.dumps(c) + "\n" for c in (planted, short, lost)))
+    args = ["--envs", "hotel,term-git,retail", "--difficulties", "0", "--tasks", "1"]
     done = cli("bench", "--calibration", *args, "--max-turns", "1", "--max-tokens", "8",
                "--out", str(kept), "--json")  # fmt: skip
     cells = json.loads(done.stdout)
-    assert [(c["env"], c["difficulty"]) for c in cells] == [("hotel", 0), ("term-git", 0)]
-    assert cells[0] == planted | {"split": "validation"}  # the split older files did not name
-    assert cells[1]["tasks"] == 1 and cells[1]["tool_format"] == "grammar"
-    assert cells[1]["split"] == "validation"
-    # Measured again (term-git's starter is one command, within one call) and replaced.
-    assert (cells[1]["max_turns"], cells[1]["reach"]) == (1, 1.0)
+    got = [(c["env"], c["difficulty"]) for c in cells]
+    assert got == [("hotel", 0), ("retail", 0), ("term-git", 0)]
+    assert cells[0] == planted | {"split": "validation", "fault_reasons": []}  # older files
+    for again in cells[1:]:  # measured again and replaced
+        assert again["tasks"] == 1 and again["tool_format"] == "grammar"
+        assert again["split"] == "validation" and again["faults"] == 0
+    # term-git's starter is one command, within one call
+    assert (cells[2]["max_turns"], cells[2]["reach"]) == (1, 1.0)
+    assert "not scored" not in done.stderr
     lines = [json.loads(line) for line in kept.read_text().splitlines()]
-    assert lines == cells
+    assert sorted(lines, key=lambda c: (c["env"], c["difficulty"])) == cells
     # The file renders as the docs page's table and heat map.
     picture = tmp_path / "heat.png"
     calibration_main([str(kept), "--plot", str(picture)])
@@ -486,5 +490,5 @@ def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(
     assert table[2] == (
         "| hotel | 0 | 10 | 0.30 (0.10-0.60) | 0.300 | 10 | 1.00 | 0.00 | 1.0 | 2 | 1 |"
     )
-    assert table[3].startswith("| term-git | 0 | 1 | ") and len(table) == 4
+    assert table[4].startswith("| term-git | 0 | 1 | ") and len(table) == 5
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Container, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -56,6 +56,9 @@ class CalibrationCell(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     faults: int = Field(0, description="episodes not scored (infrastructure); not in success")
+    fault_reasons: list[str] = Field(
+        default_factory=list, description="why episodes were not scored, most frequent first"
+    )
     tool_format: str = Field("text", description="how tool calls travelled (the harness's)")
     split: str = Field("validation", description="the split the tasks came from")
     max_turns: int | None = Field(None, description="the model calls each episode was allowed")
@@ -64,6 +67,12 @@ class CalibrationCell(BaseModel):
         description="the scripted oracle's success on the same tasks within max_turns: the "
         "most a perfect agent scores in the cell (below 1 only where the budget is too short)",
     )
+
+    @property
+    def whole(self) -> bool:
+        """Measured within reach with every episode scored: a cell a resumed run keeps (any
+        other is measured again)."""
+        return self.reach == 1.0 and self.faults == 0
 
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -81,10 +90,12 @@ class _Tally:
         self.rewards: list[float] = []
         self.attempted = self.valid = self.bad_args = self.turns = self.faults = 0
         self.prompt = self.completion = 0
+        self.fault_reasons: Counter[str] = Counter()
 
     def add(self, rec: EpisodeRecord) -> None:
         if not rec.scored or rec.reward is None:
             self.faults += 1
+            self.fault_reasons[rec.error or rec.status] += 1
             return
         self.rewards.append(rec.reward)
         self.turns += len(rec.calls)
@@ -122,6 +133,7 @@ class _Tally:
             prompt_tokens=self.prompt,
             completion_tokens=self.completion,
             faults=self.faults,
+            fault_reasons=[reason for reason, _ in self.fault_reasons.most_common(3)],
             tool_format=harness.tool_format,
             split=split,
             max_turns=harness.max_turns,
@@ -388,7 +400,10 @@ def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:
     envs = sorted({c.env for c in cells})
     levels = sorted({c.difficulty for c in cells})
     at = {(c.env, c.difficulty): c for c in cells}
-    grid = [[at[(e, d)].success if (e, d) in at else math.nan for d in levels] for e in envs]
+    grid = [
+        [at[(e, d)].success if (e, d) in at and at[(e, d)].tasks else math.nan for d in levels]
+        for e in envs
+    ]
     fig = Figure(figsize=(max(7.0, 1.4 * len(levels) + 3), 0.42 * len(envs) + 1.6), dpi=110)
     ax = fig.subplots()
     image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
@@ -405,6 +420,8 @@ def plot_calibration(cells: Sequence[CalibrationCell], path: str) -> str:
             text = f"{c.success:.2f}\n{valid}"
             if c.reach is not None and c.reach < 1:
                 text += f"\nreach {c.reach:.1f}"  # too few calls for some gold plans
+            if c.faults:
+                text += f"\n{c.faults} not scored"
             colour = "white" if c.success < 0.5 else "black"
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color=colour)
     fig.colorbar(image, ax=ax, label="success (reward 1)")
@@ -425,8 +442,9 @@ def markdown_table(cells: Sequence[CalibrationCell]) -> str:
     for c in sorted(cells, key=lambda c: (c.env, c.difficulty)):
         valid = "-" if c.tool_call_valid_rate is None else f"{c.tool_call_valid_rate:.2f}"
         bad = "-" if c.invalid_argument_rate is None else f"{c.invalid_argument_rate:.2f}"
+        tasks = f"{c.tasks} (+{c.faults} not scored)" if c.faults else str(c.tasks)
         rows.append(
-            f"| {c.env} | {c.difficulty} | {c.tasks} | {c.success:.2f} "
+            f"| {c.env} | {c.difficulty} | {tasks} | {c.success:.2f} "
             f"({c.ci95[0]:.2f}-{c.ci95[1]:.2f}) | {c.mean_reward:.3f} | {c.calls_attempted} "
             f"| {valid} | {bad} | {c.turns_mean:.1f} | {_or_dash(c.max_turns)} "
             f"| {_or_dash(c.reach)} |"

@@ -40,9 +40,9 @@ def expected_cells() -> dict[str, list[int]]:
 def remaining(
     cells: Sequence[CalibrationCell], expected: Mapping[str, Sequence[int]]
 ) -> dict[str, list[int]]:
-    """The levels of each world not yet measured within reach (no row, or a row whose budget
-    was too short for some gold plan)."""
-    done = {(c.env, c.difficulty) for c in cells if c.reach == 1.0}
+    """The levels of each world not yet measured whole (no row, or a row whose budget was too
+    short for some gold plan, or with episodes not scored)."""
+    done = {(c.env, c.difficulty) for c in cells if c.whole}
     left = {env: [d for d in levels if (env, d) not in done] for env, levels in expected.items()}
     return {env: levels for env, levels in left.items() if levels}
 
@@ -82,14 +82,14 @@ def section(
 ) -> str:
     """The generated Markdown: coverage, success by difficulty, what remains, the heat map
     (at ``image``, relative to the page) and the table of every cell."""
-    within = [c for c in cells if c.reach == 1.0 and c.env in expected]
+    within = [c for c in cells if c.whole and c.env in expected]
     web = [c for c in within if c.env.startswith("web-")]
     total = sum(len(levels) for levels in expected.values())
     left = remaining(cells, expected)
     todo = "; ".join(f"{env} ({', '.join(map(str, levels))})" for env, levels in left.items())
     parts = [
         f"**{len(within)} of the {total} cells** (every single-agent world at every difficulty) "
-        f"are measured within reach; {total - len(within)} remain.",
+        f"are measured within reach, every episode scored; {total - len(within)} remain.",
         "Cells within reach, by difficulty, every world:",
         level_table(within, "calls"),
         "The web worlds alone (one model call per browser action):",

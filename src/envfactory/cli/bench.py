@@ -252,7 +252,7 @@ def _calibration(
     kept = [
         c
         for c in (load_cells(out) if out is not None else [])
-        if c.tool_format == harness.tool_format and (not fit_plan or c.reach == 1.0)
+        if c.tool_format == harness.tool_format and (not fit_plan or c.whole)
     ]
     policy = local_policy(model, {"temperature": 0.7, "max_tokens": max_tokens})
     skip = {(c.env, c.difficulty) for c in kept}
@@ -292,6 +292,13 @@ def _calibration(
         [c for c in kept if c.env in worlds and (levels is None or c.difficulty in levels)] + cells,
         key=lambda c: (c.env, c.difficulty),
     )
+    for c in cells:
+        if c.faults:
+            err_console.print(
+                f"[yellow]{c.env} {c.difficulty}: {c.faults} episode(s) not scored "
+                f"({'; '.join(c.fault_reasons) or 'no reason recorded'}); the cell is measured "
+                "again by the next run with --out[/yellow]"
+            )
     if plot:
         plot_calibration(cells, plot)
     if json:
