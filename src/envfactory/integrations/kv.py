@@ -98,25 +98,57 @@ def _merged(
     return (out_a * w_a + out_b * w_b) / (w_a + w_b)
 
 
+OwnMask = tuple[torch.Tensor, torch.Tensor]  # additive bias [b or 1, 1, n, own]; blind queries
+_last_own_mask: tuple[Any, tuple[Any, ...], OwnMask] | None = None  # the last mask built
+
+
+def _own_mask(
+    attention_mask: torch.Tensor | None,
+    t: int,
+    past: int,
+    own: int,
+    groups: int,
+    dtype: torch.dtype,
+) -> OwnMask:
+    """The mask of the rows' own keys (after ``past`` shared ones) for ``t`` queries of each of
+    ``groups`` stacked heads: an additive bias (0 where seen, -inf where not) and the queries
+    that see none of them. Every layer of a forward pass gets the same mask, so the last one
+    built is kept and reused while the same mask comes back (it is held, so no other tensor
+    can take its identity)."""
+    global _last_own_mask
+    shape = (t, past, own, groups, dtype)
+    last = _last_own_mask
+    if last is not None and last[0] is attention_mask and last[1] == shape:
+        return last[2]
+    if attention_mask is None:  # no padding: causal within the rows' own parts
+        seen = torch.ones(1, 1, t, own, dtype=torch.bool).tril(own - t)
+    else:
+        mask = attention_mask[..., : past + own][..., -own:]
+        seen = mask if mask.dtype == torch.bool else mask == 0
+    seen = seen.repeat(1, 1, groups, 1) if seen.shape[2] == t else seen
+    built = (torch.zeros(seen.shape, dtype=dtype).masked_fill(~seen, -torch.inf), ~seen.any(-1))
+    _last_own_mask = (attention_mask, shape, built)
+    return built
+
+
 def _prefixed_attention(
     stacked: torch.Tensor,
     prefix: tuple[torch.Tensor, torch.Tensor],
     key: torch.Tensor,
     value: torch.Tensor,
-    mask: torch.Tensor,
+    own_mask: OwnMask,
     scaling: float | None,
 ) -> torch.Tensor:
     """``stacked`` queries ``[b, kv, n, d]`` over the shared ``prefix`` keys and values (every
     row's queries in one product, no mask: a prefix has no padding) and over each row's own
-    ``key`` and ``value`` under ``mask`` (``[b or 1, 1, n, own]``, True where seen)."""
+    ``key`` and ``value`` under ``own_mask``."""
     b, kv, n, d = stacked.shape
     flat = stacked.transpose(0, 1).reshape(1, kv, b * n, d)
     out, lse = _attend_with_lse(flat, *prefix, 0.0, False, scale=scaling)[:2]
     on_prefix = (out.reshape(kv, b, n, d).transpose(0, 1), lse.reshape(kv, b, n).transpose(0, 1))
-    seen = mask if mask.dtype == torch.bool else mask == 0
-    bias = torch.zeros(seen.shape, dtype=stacked.dtype).masked_fill(~seen, -torch.inf)
+    bias, blind = own_mask
     out, lse = _attend_with_lse(stacked, key, value, 0.0, False, attn_mask=bias, scale=scaling)[:2]
-    lse = lse.masked_fill(~seen.any(-1), -torch.inf)  # a padding query sees none of its own
+    lse = lse.masked_fill(blind, -torch.inf)  # a padding query sees none of its own
     return _merged(on_prefix, (out, lse))
 
 
@@ -139,13 +171,9 @@ def grouped_sdpa(
     b, h, t, d = query.shape
     stacked = query.reshape(b, key.shape[1], groups * t, d)
     if prefix is not None:
-        own = key.shape[2]
-        if attention_mask is None:  # no padding: causal within the rows' own parts
-            mask = torch.ones(1, 1, t, own, dtype=torch.bool).tril(own - t)
-        else:
-            mask = attention_mask[..., : prefix[0].shape[2] + own][..., -own:]
-        mask = mask.repeat(1, 1, groups, 1) if mask.shape[2] == t else mask
-        out = _prefixed_attention(stacked, prefix, key, value, mask, scaling)
+        past, own = prefix[0].shape[2], key.shape[2]
+        own_mask = _own_mask(attention_mask, t, past, own, groups, query.dtype)
+        out = _prefixed_attention(stacked, prefix, key, value, own_mask, scaling)
     elif attention_mask is None or groups == 1 or dropout or not torch.is_floating_point(query):
         stock: tuple[torch.Tensor, None] = sdpa_attention_forward(
             module, query, key, value, attention_mask, dropout, scaling, **kwargs
