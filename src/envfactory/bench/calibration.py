@@ -70,8 +70,8 @@ class CalibrationCell(BaseModel):
 
     @property
     def whole(self) -> bool:
-        """Measured within reach with every episode scored: a cell a resumed run keeps (any
-        other is measured again)."""
+        """Measured within reach with every episode scored: what the page counts as measured,
+        and what a resumed run keeps (under ``--fixed-turns``, out of reach too)."""
         return self.reach == 1.0 and self.faults == 0
 
 

@@ -252,7 +252,9 @@ def _calibration(
     kept = [
         c
         for c in (load_cells(out) if out is not None else [])
-        if c.tool_format == harness.tool_format and (not fit_plan or c.whole)
+        if c.tool_format == harness.tool_format
+        and c.faults == 0
+        and (not fit_plan or c.reach == 1.0)
     ]
     policy = local_policy(model, {"temperature": 0.7, "max_tokens": max_tokens})
     skip = {(c.env, c.difficulty) for c in kept}
