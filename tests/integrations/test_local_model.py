@@ -88,6 +88,29 @@ def test_a_dequantised_copy_is_kept_on_disk_and_loads_the_same_model(
     assert embedded.cache_folder(gguf) is None
 
 
+def test_envfactory_threads_sets_the_model_s_torch_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One torch thread per two cores by default; ``ENVFACTORY_THREADS`` gives a machine left
+    to the model all of them, and a value that is not a whole number stops the command."""
+    import torch
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv("ENVFACTORY_THREADS", raising=False)
+    assert embedded.threads() == max(1, (os.cpu_count() or 1) // 2)
+    monkeypatch.setenv("ENVFACTORY_THREADS", "3")
+    try:
+        embedded._load.__wrapped__(str(embedded_path()))  # a load of its own, not the process's
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
+    for wrong in ("0", "-1", "1.5", "all"):
+        monkeypatch.setenv("ENVFACTORY_THREADS", wrong)
+        with pytest.raises(embedded.ThreadsNotValid, match="whole number"):
+            embedded.threads()
+    monkeypatch.setenv("ENVFACTORY_THREADS", "two")
+    done = cli("rollout", "--envs", "hotel", "--policy", "local", "--n-tasks", "1", ok=False)
+    assert done.returncode != 0 and "ENVFACTORY_THREADS='two'" in done.stderr
+
+
 def test_concurrent_calls_are_batched_and_match_their_prompts(policy: TransformersPolicy) -> None:
     """Three prompts of different lengths generated together (left-padded): each reply's
     logprobs are the model's for its own tokens, whatever the batch."""
