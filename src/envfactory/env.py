@@ -58,6 +58,11 @@ class Environment(ABC):
     ) -> list[Task]:
         return [self.task(split, difficulty, i) for i in range(start, start + n)]
 
+    def available(self) -> str | None:
+        """Why this world's episodes cannot run on this machine (no browser, no sandbox), or
+        None when they can."""
+        return None
+
     @abstractmethod
     def episode(self, config: EpisodeConfig | None = None) -> Episode:
         """A new live episode; ``reset(task)`` it to start."""

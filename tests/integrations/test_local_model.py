@@ -7,6 +7,8 @@ import asyncio
 import copy
 import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -473,6 +475,41 @@ def test_calibration_jobs_measure_cells_in_processes_and_keep_them(tmp_path: Pat
     assert measured["reach"] == 1.0 and measured["calls_attempted"] >= 1
     stored = [json.loads(line) for line in kept.read_text().splitlines()]
     assert sorted(stored, key=lambda c: (c["env"], c["difficulty"])) == cells
+
+
+def test_a_calibration_leaves_out_the_worlds_that_cannot_run_here(tmp_path: Path) -> None:
+    """With no browser on the PATH, a web world is named and left out (its episodes would all
+    fail, and not be scored), its cells already in the file still reported, and the other
+    worlds measured; with no world left to measure, the command stops with an error."""
+    no_browser = {**os.environ, "PATH": str(tmp_path / "bin")}
+
+    def calibration(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "envfactory", "bench", "--calibration", *args]
+        done = subprocess.run(command, capture_output=True, text=True, env=no_browser, timeout=600)
+        done.stderr = " ".join(done.stderr.split())  # as one line, however the console wraps it
+        return done
+
+    why = "web-airline is not measured here: web worlds need a browser: chromium and chromedriver"
+    alone = calibration("--envs", "web-airline", "--difficulties", "0", "--tasks", "1", "--json")
+    assert alone.returncode != 0 and why in alone.stderr and "no world to measure" in alone.stderr
+    kept = tmp_path / "calibration.jsonl"
+    planted = {
+        "env": "web-airline", "difficulty": 0, "tasks": 10, "success": 0.3, "ci95": [0.1, 0.6],
+        "mean_reward": 0.3, "tool_call_valid_rate": 1.0, "invalid_argument_rate": 0.0,
+        "calls_attempted": 10, "turns_mean": 1.0, "prompt_tokens": 1, "completion_tokens": 1,
+        "faults": 0, "fault_reasons": [], "tool_format": "grammar", "split": "validation",
+        "max_turns": 2, "reach": 1.0,
+    }  # fmt: skip
+    kept.write_text(json.dumps(planted) + "\n")
+    args = ["--envs", "web-airline,hotel", "--difficulties", "0,1", "--tasks", "1"]
+    done = calibration(*args, "--max-turns", "1", "--max-tokens", "8", "--out", str(kept), "--json")
+    assert done.returncode == 0, done.stderr
+    assert why in done.stderr
+    cells = json.loads(done.stdout)
+    assert [(c["env"], c["difficulty"]) for c in cells] == [
+        ("hotel", 0), ("hotel", 1), ("web-airline", 0)
+    ]  # fmt: skip
+    assert cells[2] == planted and all(c["tasks"] == 1 and c["faults"] == 0 for c in cells[:2])
 
 
 def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(

@@ -220,6 +220,24 @@ def _all(only: str, quick: bool) -> None:
         raise typer.Exit(1)
 
 
+def _runnable(worlds: list[str]) -> list[str]:
+    """The ``worlds`` whose episodes can run on this machine, told before the model loads:
+    each one left out is named with why (its episodes would all fail, and not be scored), and
+    none left is an error."""
+    from envfactory.registry import make
+
+    runnable = []
+    for world in worlds:
+        why = make(world).available()
+        if why is None:
+            runnable.append(world)
+        else:
+            err_console.print(f"[yellow]warning:[/] {world} is not measured here: {why}")
+    if worlds and not runnable:
+        raise fail("no world to measure on this machine (see the warnings above)")
+    return runnable
+
+
 def _calibration(
     tasks: int,
     envs: str,
@@ -256,6 +274,7 @@ def _calibration(
         and c.faults == 0
         and (not fit_plan or c.reach == 1.0)
     ]
+    runnable = _runnable(worlds)
     policy = local_policy(model, {"temperature": 0.7, "max_tokens": max_tokens})
     skip = {(c.env, c.difficulty) for c in kept}
 
@@ -265,7 +284,7 @@ def _calibration(
 
     with Progress(console=err_console, transient=True) as bar:
         if jobs > 1:
-            todo = [(w, d) for w in worlds for d in levels_to_measure(make(w), levels, skip)]
+            todo = [(w, d) for w in runnable for d in levels_to_measure(make(w), levels, skip)]
             job = bar.add_task(f"{policy.info.name} cells, {jobs} at once", total=len(todo))
 
             def kept_cell(cells: list[CalibrationCell]) -> None:
@@ -281,7 +300,7 @@ def _calibration(
             job = bar.add_task(f"{policy.info.name} episodes", total=None)
             cells = calibrate(
                 policy,
-                worlds,
+                runnable,
                 tasks,
                 levels,
                 harness=harness,

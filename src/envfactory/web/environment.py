@@ -15,6 +15,7 @@ from pydantic import Field
 from envfactory.env import EnvInfo, Environment
 from envfactory.episode.base import EpisodeConfig
 from envfactory.tasks.types import Ask, HiddenTask, PlanStep, PublicTask, Split, Task
+from envfactory.web import browser
 from envfactory.web.actions import ACTIONS, schemas
 from envfactory.web.guide import GUIDED, walkthrough
 from envfactory.world.environment import DatabaseEnvironment
@@ -49,6 +50,10 @@ class WebEnvironment(Environment):
     @property
     def difficulties(self) -> list[int]:
         return self.domain.difficulties
+
+    def available(self) -> str | None:
+        why = browser.available()
+        return f"web worlds need a browser: {why}" if why else None
 
     def clutter_of(self, task: Task) -> int:
         hidden = task.hidden
