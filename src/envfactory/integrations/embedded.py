@@ -72,8 +72,8 @@ def embedded_path() -> Path:
 def threads() -> int:
     """Torch threads for generation: ``ENVFACTORY_THREADS`` where set, else one per two cores.
     On a shared 2-core machine a second OpenMP thread that must wait for a busy core makes
-    each matrix product 10x slower; a machine left to the model runs about twice as fast on
-    both."""
+    each matrix product 10x slower, but a machine left to the model is faster on all of its
+    cores."""
     given = os.environ.get(THREADS_VARIABLE, "").strip()
     if not given:
         return max(1, (os.cpu_count() or 1) // 2)
