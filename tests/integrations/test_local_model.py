@@ -450,18 +450,21 @@ def test_calibration_takes_test_tasks_where_a_world_has_no_validation_split(
     assert hotel.split == "validation"
 
 
+# A calibration row planted in a file, as an older version wrote it (no split, no fault reasons).
+PLANTED = {
+    "env": "hotel", "difficulty": 0, "tasks": 10, "success": 0.3, "ci95": [0.1, 0.6],
+    "mean_reward": 0.3, "tool_call_valid_rate": 1.0, "invalid_argument_rate": 0.0,
+    "calls_attempted": 10, "turns_mean": 1.0, "prompt_tokens": 1, "completion_tokens": 1,
+    "faults": 0, "tool_format": "grammar", "max_turns": 2, "reach": 1.0,
+}  # fmt: skip
+
+
 def test_calibration_jobs_measure_cells_in_processes_and_keep_them(tmp_path: Path) -> None:
     """`--jobs 2`: the cells left to measure go to worker processes (as many as there are
     cells, at most two), each kept in the file as it comes back; a cell already in the file is
     neither measured nor lost."""
     kept = tmp_path / "calibration.jsonl"
-    planted = {
-        "env": "hotel", "difficulty": 0, "tasks": 10, "success": 0.3, "ci95": [0.1, 0.6],
-        "mean_reward": 0.3, "tool_call_valid_rate": 1.0, "invalid_argument_rate": 0.0,
-        "calls_attempted": 10, "turns_mean": 1.0, "prompt_tokens": 1, "completion_tokens": 1,
-        "faults": 0, "tool_format": "grammar", "split": "validation", "max_turns": 2,
-        "reach": 1.0,
-    }  # fmt: skip
+    planted = PLANTED | {"split": "validation"}
     kept.write_text(json.dumps(planted) + "\n")
     done = cli("bench", "--calibration", "--envs", "hotel,term-git", "--difficulties", "0",
                "--tasks", "1", "--max-turns", "1", "--max-tokens", "8", "--jobs", "2",
@@ -493,13 +496,7 @@ def test_a_calibration_leaves_out_the_worlds_that_cannot_run_here(tmp_path: Path
     alone = calibration("--envs", "web-airline", "--difficulties", "0", "--tasks", "1", "--json")
     assert alone.returncode != 0 and why in alone.stderr and "no world to measure" in alone.stderr
     kept = tmp_path / "calibration.jsonl"
-    planted = {
-        "env": "web-airline", "difficulty": 0, "tasks": 10, "success": 0.3, "ci95": [0.1, 0.6],
-        "mean_reward": 0.3, "tool_call_valid_rate": 1.0, "invalid_argument_rate": 0.0,
-        "calls_attempted": 10, "turns_mean": 1.0, "prompt_tokens": 1, "completion_tokens": 1,
-        "faults": 0, "fault_reasons": [], "tool_format": "grammar", "split": "validation",
-        "max_turns": 2, "reach": 1.0,
-    }  # fmt: skip
+    planted = PLANTED | {"env": "web-airline", "split": "validation", "fault_reasons": []}
     kept.write_text(json.dumps(planted) + "\n")
     args = ["--envs", "web-airline,hotel", "--difficulties", "0,1", "--tasks", "1"]
     done = calibration(*args, "--max-turns", "1", "--max-tokens", "8", "--out", str(kept), "--json")
@@ -519,12 +516,7 @@ def test_a_calibration_kept_in_a_file_resumes_without_measuring_again(
     reported as it was and not measured again, unless its turn budget kept it out of reach or
     some of its episodes were not scored: those are measured again and their rows replaced."""
     kept = tmp_path / "calibration.jsonl"
-    planted = {
-        "env": "hotel", "difficulty": 0, "tasks": 10, "success": 0.3, "ci95": [0.1, 0.6],
-        "mean_reward": 0.3, "tool_call_valid_rate": 1.0, "invalid_argument_rate": 0.0,
-        "calls_attempted": 10, "turns_mean": 1.0, "prompt_tokens": 1, "completion_tokens": 1,
-        "faults": 0, "tool_format": "grammar", "max_turns": 2, "reach": 1.0,
-    }  # fmt: skip
+    planted = PLANTED  # an older file: no split, no fault reasons
     short = planted | {"env": "term-git", "max_turns": 1, "reach": 0.0}
     lost = planted | {"env": "retail", "tasks": 0, "faults": 10, "fault_reasons": ["no browser"]}
     kept.write_text("".join(json.dumps(c) + "\n" for c in (planted, short, lost)))
