@@ -42,6 +42,12 @@ def test_what_remains_is_every_level_without_a_row_within_reach() -> None:
     assert remaining([*CELLS, _cell("hotel", 1, 0, 1.0)], {"hotel": [0, 1]}) == {}
 
 
+def test_a_complete_calibration_says_so_and_lists_nothing_to_measure() -> None:
+    text = section([*CELLS, _cell("hotel", 1, 0, 1.0)], {"hotel": [0, 1]}, "images/cal.png")
+    assert text.startswith("**All 2 cells** (every single-agent world at every difficulty)")
+    assert "remain" not in text and "Still to measure" not in text
+
+
 def test_the_section_counts_cells_within_reach_and_lists_the_rest() -> None:
     text = section(CELLS, EXPECTED, "images/cal.png")
     assert text.startswith("**2 of the 5 cells**")

@@ -87,14 +87,22 @@ def section(
     total = sum(len(levels) for levels in expected.values())
     left = remaining(cells, expected)
     todo = "; ".join(f"{env} ({', '.join(map(str, levels))})" for env, levels in left.items())
+    scope = (
+        "(every single-agent world at every difficulty) are measured within reach, "
+        "every episode scored"
+    )
+    coverage = (
+        f"**{len(within)} of the {total} cells** {scope}; {total - len(within)} remain."
+        if left
+        else f"**All {total} cells** {scope}."
+    )
     parts = [
-        f"**{len(within)} of the {total} cells** (every single-agent world at every difficulty) "
-        f"are measured within reach, every episode scored; {total - len(within)} remain.",
+        coverage,
         "Cells within reach, by difficulty, every world:",
         level_table(within, "calls"),
         "The web worlds alone (one model call per browser action):",
         level_table(web, "browser actions") if web else "(none measured yet)",
-        f"Still to measure within reach: {todo}." if left else "Every cell is measured.",
+        *([f"Still to measure within reach: {todo}."] if left else []),
         f"![calibration heat map]({image})",
         markdown_table(cells),
     ]
