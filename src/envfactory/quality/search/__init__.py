@@ -1,0 +1,32 @@
+"""The audit's exploit searches: cheap ways to earn reward without the task's information.
+
+Each :class:`Search` is an optimizer's attempt at a world: it may reset episodes of a task as
+often as it likes, but what it scores on a task must come from one fixed, instruction-blind
+policy (or, for the counterfactual, from another task's plan), never from a best-of-many pick
+on that task: a max over attempts is not something a policy can do in one episode. The
+adversary (:mod:`envfactory.quality.adversary`) runs every search that applies over an
+adaptive sample of tasks and refuses the world when a one-sided test
+(:mod:`envfactory.quality.stats`) says its mean reward is above ``EXPLOIT_MAX``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from envfactory.env import Environment
+    from envfactory.tasks.types import Task
+
+
+class Search(Protocol):
+    """One exploit search. ``name`` keys its row in the audit's ``exploits``."""
+
+    name: str
+
+    def applies(self, env: Environment) -> bool:
+        """Whether this search has anything to try in ``env``."""
+
+    def rewards(self, env: Environment, tasks: Sequence[Task]) -> list[float]:
+        """The reward the search's exploit earns on each of ``tasks``, in order (0.0 where
+        the agent's input voided the episode: voiding is counted by the adversary)."""
