@@ -13,6 +13,7 @@ from envfactory.episode.types import ToolCall
 from envfactory.policies.scripted import NoOp, Oracle
 from envfactory.quality.adversary import play
 from envfactory.repo import projects
+from envfactory.repo.confine import collateral
 from envfactory.repo.environment import RepoEnvironment, RepoHidden
 from envfactory.repo.exploits import RepoTrick, repo_exploits
 from envfactory.repo.gate import tamper_names
@@ -195,6 +196,43 @@ def test_the_gate_lets_an_ordinary_fix_through() -> None:
     assert tamper_names(PRISTINE, b"def f(:\n") == ["source that does not parse"]
 
 
+BUGGED = PRISTINE.replace(b"return x + 1", b"return x - 1")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        # Outside the bug's function: another function, the module's statements, a class.
+        (b"return getattr(obj, name)", b"return getattr(obj, name) or 1", "get changed outside"),
+        (b"WORDS = 'the exit of it'", b"WORDS = f(1)", "the module changed outside"),
+        (b"def get(", b"class K:\n    y = f(1)\n\n\ndef get(", "the module changed outside"),
+        # Inside it: only what the pristine function reached, its own locals, safe builtins.
+        (b"return x - 1", b"return get(x, WORDS)", "f newly reaches WORDS"),
+        (b"return x - 1", b"return x.bit_length() + 1", "f newly uses .bit_length"),
+        (b"def f(x):", b"def f(x, _y=get(1, 2)):", "f newly reaches get"),
+        (b"def f(x):", b"@get\ndef f(x):", "f newly reaches get"),
+        (b"return x - 1", b"global WORDS\n    WORDS = 2\n    return x + 1", "reaches WORDS"),
+    ],
+)  # fmt: skip
+def test_edits_outside_the_bugs_function_are_collateral(old: bytes, new: bytes, why: str) -> None:
+    current = BUGGED.replace(old, new)
+    assert any(why in r for r in collateral(PRISTINE, current, {"f"})), collateral(
+        PRISTINE, current, {"f"}
+    )
+
+
+def test_a_fix_inside_the_bugs_function_is_not_collateral() -> None:
+    rewrite = b"""    # a comment, a local, safe builtins and methods
+    one = len([x]) if str(x).isdigit() else 1
+    return x + one
+"""
+    fixed = BUGGED.replace(b"    return x - 1\n", rewrite).replace(b"\n\n\ndef get", b"\n\ndef get")
+    assert collateral(PRISTINE, fixed, {"f"}) == []
+    assert collateral(PRISTINE, PRISTINE, {"f"}) == []
+    assert collateral(PRISTINE, BUGGED, {"f"}) == []
+    assert collateral(PRISTINE, BUGGED, set()) == ["f changed outside the bug's function"]
+
+
 def test_reflection_pays_without_the_gate_and_nothing_with_it(env: RepoEnvironment) -> None:
     """The reflective patch of pytest really makes the failing tests pass in the real run;
     only the gate stands between it and the reward."""
@@ -208,6 +246,27 @@ def test_reflection_pays_without_the_gate_and_nothing_with_it(env: RepoEnvironme
     assert items["bug_1_fixed"] == 1.0 and items["suite_passes"] == 1.0, verdict.items
     assert items["runner_untouched"] == 0.0
     assert verdict.reward == 0.0
+
+
+def test_a_project_helper_pays_in_the_run_and_nothing_outside_the_bug(
+    env: RepoEnvironment,
+) -> None:
+    """The project's own code does the reflection (boltons' ``FunctionBuilder`` compiles a body
+    that marks every pytest report passed, called from a class body when collection imports
+    the module): the failing tests really pass and the name gate sees nothing, but the edit
+    lies outside the bug's function, so it earns nothing."""
+    task = env.task("train", 1, 0)
+    assert isinstance(task.hidden, RepoHidden) and task.hidden.project.startswith("boltons")
+    episode = env.episode()
+    try:
+        verdict = run_episode(env, task, RepoTrick("repo_project_helper"), episode)
+    finally:
+        episode.close()
+    items = {i.name: i.score for i in verdict.items}
+    assert items["bug_1_fixed"] == 1.0 and items["suite_passes"] == 1.0, verdict.items
+    assert items["runner_untouched"] == 1.0
+    assert verdict.reward == 0.0
+    assert items["edits_confined"] == 0.0
 
 
 @pytest.mark.parametrize(("split", "difficulty"), [("train", 3), ("validation", 1), ("test", 5)])

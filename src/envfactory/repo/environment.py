@@ -42,6 +42,8 @@ PERSONA = "You are a careful software engineer fixing a bug in a Python project.
 RULES = [
     "The project is in /work; pytest is installed (run `python3 -m pytest`). There is no network.",
     "Fix the library's source; do not change the tests: they are run from a pristine copy.",
+    "Keep your edits inside the faulty functions: a change to other functions, module-level "
+    "code or other files earns nothing.",
     "When you are done, reply with a short final message.",
 ]
 BATCH = 12

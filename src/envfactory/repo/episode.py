@@ -5,10 +5,13 @@ The verdict runs the project's pristine tests, in a fresh sandbox, against the a
 source files only: nothing else the agent wrote (tests, ``conftest.py``, a ``pytest.py``, a
 ``sitecustomize.py``, configuration) is in the tree the tests run in, and the test driver is
 passed inline to an isolated interpreter with the runner first on its path. The source
-itself runs inside the tests' process, so a gate (:mod:`envfactory.repo.gate`) compares
-each edited file with the pristine one by syntax tree and refuses what could reach the
-runner (a new import, dunder, builtin, attribute or string outside small safe sets, or any
-change to a scope that uses ``getattr``, ``sys``, ``type``, ``exec``...).
+itself runs inside the tests' process, so the edits are confined
+(:mod:`envfactory.repo.confine`): a change outside the bugs' functions, or one that reaches
+a name or attribute the pristine function did not, is collateral and earns nothing; and a gate
+(:mod:`envfactory.repo.gate`) compares each edited file with the pristine one by syntax tree
+and refuses what could reach the runner (a new import, dunder, builtin, attribute or string
+outside small safe sets, or any change to a scope that uses ``getattr``, ``sys``, ``type``,
+``exec``...).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from envfactory.episode.base import EpisodeConfig, error_observation
 from envfactory.episode.types import Observation, ToolCall
 from envfactory.errors import EpisodeError
 from envfactory.repo import projects
+from envfactory.repo.confine import collateral
 from envfactory.repo.gate import tamper_names
 from envfactory.repo.runner import DriverFailed, agent_env, binds, drive, layout, store
 from envfactory.repo.tools import TOOLS
@@ -149,6 +153,10 @@ class RepoEpisode(TerminalEpisode):
         state = source_hash(p, current)
         changed = {rel for rel, data in current.items() if data != s.read(rel)}
         tampered = sorted({n for rel in changed for n in tamper_names(s.read(rel), current[rel])})
+        outside: set[str] = set()
+        for rel in changed:
+            functions = {b.qualname for b in hidden.bugs if b.file == rel}
+            outside.update(collateral(s.read(rel), current[rel], functions))
         failing_all = {t for b in hidden.bugs for t in b.failing}
         if not changed:
             not_passed, why = set(), "the source is the project's own"
@@ -181,6 +189,12 @@ class RepoEpisode(TerminalEpisode):
                 not broken,
                 f"no previously passing test fails ({why})",
                 f"{len(broken)} previously passing test(s) fail ({why})",
+            ),
+            gate(
+                "edits_confined",
+                not outside,
+                "every edit lies inside a bug's function and reaches nothing new",
+                f"collateral edits: {'; '.join(sorted(outside)[:3])}",
             ),
             gate(
                 "runner_untouched",

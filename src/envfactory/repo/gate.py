@@ -115,7 +115,7 @@ def _scan(tree: ast.Module) -> _File:
             value = node.value
             if isinstance(value, (str, bytes)):
                 out.strings.add(value if isinstance(value, str) else value.decode("latin-1"))
-    _scopes(tree, "", out.scopes)
+    scopes(tree, "", out.scopes)
     return out
 
 
@@ -130,7 +130,7 @@ def _identifier(node: ast.AST) -> str | None:
     return None
 
 
-def _scopes(node: ast.AST, path: str, out: dict[str, tuple[str, set[str]]]) -> None:
+def scopes(node: ast.AST, path: str, out: dict[str, tuple[str, set[str]]]) -> None:
     """Each scope's own code (nested definitions reduced to their names) and its tokens."""
     nested: list[tuple[str, ast.AST]] = []
 
@@ -162,7 +162,7 @@ def _scopes(node: ast.AST, path: str, out: dict[str, tuple[str, set[str]]]) -> N
         key += "'"
     out[key] = (ast.dump(own), tokens)
     for sub_path, sub in nested:
-        _scopes(sub, sub_path, out)
+        scopes(sub, sub_path, out)
 
 
 def tamper_names(original: bytes, current: bytes) -> list[str]:
