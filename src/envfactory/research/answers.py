@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
+from decimal import Decimal
 from typing import Literal
 
 AnswerType = Literal["name", "number", "date"]
@@ -14,7 +15,8 @@ _WORDS = (
     "nineteen", "twenty",
 )  # fmt: skip
 _NUMBER_WORDS = {w: i for i, w in enumerate(_WORDS)}
-_NUMBER = re.compile(r"(?<![\w.])-?\d{1,3}(?:[, ]\d{3})+(?![\d])|(?<![\w.])-?\d+(?:\.0+)?(?!\w)")
+_NUMERAL = re.compile(r"(?<![\w.,])-?\d+(?:[.,]\d+| \d{3}(?!\d))*")  # digits and what joins them
+_WELL_FORMED = re.compile(r"-?(?:[1-9]\d{0,2}(,|\s)\d{3}(?:\1\d{3})*|\d+)(?:\.\d+)?")
 _ORDINAL = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)\b")
 _DATE_FORMATS = ("%Y-%m-%d", "%Y/%m/%d", "%d %B %Y", "%B %d %Y", "%d %b %Y", "%b %d %Y")
 
@@ -27,16 +29,20 @@ def normalise(text: str) -> str:
     return re.sub(r"^(the|a|an) ", "", text)
 
 
-def number(text: str) -> int | None:
-    """The one number ``text`` gives (digits with separators, or a small number word)."""
+def number(text: str) -> Decimal | None:
+    """The one number ``text`` gives, exactly: digits with a decimal part or well-formed
+    thousands groups ("194,910", "194 910", not "0 001"), or a small number word. None when it
+    gives none, several, or a malformed one."""
     words = normalise(text).split()
     named = [_NUMBER_WORDS[w] for w in words if w in _NUMBER_WORDS]
-    digits = _NUMBER.findall(text.replace("\u00a0", " "))
+    digits = _NUMERAL.findall(text.replace("\u00a0", " "))
     if len(named) + len(digits) != 1:
         return None
     if named:
-        return named[0]
-    return int(float(re.sub(r"[, ]", "", digits[0])))
+        return Decimal(named[0])
+    if not _WELL_FORMED.fullmatch(digits[0]):
+        return None
+    return Decimal(re.sub(r"[, ]", "", digits[0]))
 
 
 def date(text: str) -> dt.date | None:
