@@ -1,7 +1,7 @@
 """Held-out splits stay held out: no validation or test task's work or answer can be reproduced
-from train material, in every database world (the twelve built-in domains, tau2-retail and its
-procedural twin when tau2-bench's data is present, and two worlds compiled from OpenAPI
-documents).
+from train material, in every database world (the twelve built-in domains, tau2-retail-strict
+and the procedural tau2 world when tau2-bench's data is present, and two worlds compiled from
+OpenAPI documents; tau2-retail keeps tau2's own split, docs/tau2.md).
 
 Each world is measured once (500 tasks per split per difficulty, or all of a fixed task list)
 and every property is read off that one measurement (``envfactory.tasks.heldout``)."""
@@ -21,7 +21,7 @@ from envfactory.tasks.types import TargetChange
 
 PER_CELL = 500
 SPECS = Path(__file__).parent / "openapi" / "specs"
-TAU2 = ["tau2-retail", "tau2-retail-procedural"]
+TAU2 = ["tau2-retail-strict", "tau2-retail-procedural"]  # tau2-retail keeps tau2's own split
 WORLDS = [
     *(p.stem for p in builtin_domain_files()),
     *TAU2,

@@ -35,6 +35,14 @@ def tau2() -> Tau2RetailEnvironment:
 
 
 @pytest.fixture(scope="session")
+def strict() -> Tau2RetailEnvironment:
+    _skip_without_data()
+    env = envfactory.make("tau2-retail-strict")
+    assert isinstance(env, Tau2RetailEnvironment)
+    return env
+
+
+@pytest.fixture(scope="session")
 def procedural() -> DatabaseEnvironment:
     _skip_without_data()
     env = envfactory.make("tau2-retail-procedural")

@@ -44,52 +44,70 @@ TAU2_TOOLS = {
     "transfer_to_human_agents": ["summary"],
 }  # fmt: skip
 ROOT = Path(__file__).resolve().parents[2]
+# tau2 ids of the test tasks whose work train material reproduces (docs/tau2.md)
+MOVED = ["12", "36", "42", "62", "68", "71", "86", "94", "97"]
 
 
-def test_tasks_keep_tau2_ids_and_split(tau2: Tau2RetailEnvironment) -> None:
-    """tau2's split, less the two tasks no check can tell done from doing nothing (left out,
-    tests/tau2/test_reward.py) and with the nine test tasks whose work train tasks reproduce
-    moved to train (tests/test_splits.py)."""
-    listed = {name: [str(i) for i in ids] for name, ids in load().split.items()}
-    assert set(tau2.excluded) == {"50", "57"} and set(tau2.excluded) <= set(listed["train"])
-    moved = ["12", "36", "42", "62", "68", "71", "86", "94", "97"]
-    assert tau2.moved_to_train == moved and set(moved) <= set(listed["test"])
-    split = {
-        "train": [i for i in listed["train"] if i not in tau2.excluded] + moved,
-        "test": [i for i in listed["test"] if i not in moved],
-    }
-    assert tau2.splits == ("train", "test") and tau2.finite and tau2.difficulties == [1]
-    assert (tau2.capacity("train", 1), tau2.capacity("test", 1)) == (81, 31)
-    for name in tau2.splits:
-        tasks = tau2.tasks(name, 1, n=tau2.capacity(name, 1) or 0)
-        assert [tau2.tau2_id(t) for t in tasks] == split[name]
-        assert [t.task_id for t in tasks] == [
-            f"tau2-retail/{name}/1/{i}" for i in range(len(tasks))
-        ]
+def _check_split(env: Tau2RetailEnvironment, split: dict[str, list[str]]) -> None:
+    """``env`` serves ``split`` (tau2 ids by split name), in order, and nothing else."""
+    assert env.splits == ("train", "test") and env.finite and env.difficulties == [1]
+    for name in env.splits:
+        tasks = env.tasks(name, 1, n=env.capacity(name, 1) or 0)
+        assert [env.tau2_id(t) for t in tasks] == split[name]
+        assert [t.task_id for t in tasks] == [f"{env.id}/{name}/1/{i}" for i in range(len(tasks))]
         for t in tasks:
-            assert tau2.locate(tau2.tau2_id(t)) is t
+            assert env.locate(env.tau2_id(t)) is t
             assert t.public.split == name
     with pytest.raises(SynthesisError, match="splits"):
-        tau2.task("validation", 1, 0)
+        env.task("validation", 1, 0)
     with pytest.raises(SynthesisError):
-        tau2.task("test", 1, 31)
+        env.task("test", 1, len(split["test"]))
     with pytest.raises(SynthesisError, match=r"left out.*nothing to check"):
-        tau2.locate("57")
+        env.locate("57")
     with pytest.raises(SynthesisError):
-        tau2.task("train", 2, 0)
-    assert tau2.capacity("validation", 1) == 0
+        env.task("train", 2, 0)
+    assert env.capacity("validation", 1) == 0
 
 
-def test_no_test_task_is_reproducible_from_train(tau2: Tau2RetailEnvironment) -> None:
+def test_tau2_retail_keeps_tau2s_split(tau2: Tau2RetailEnvironment) -> None:
+    """tau2's own split exactly, less the two tasks no check can tell done from doing nothing
+    (left out, tests/tau2/test_reward.py): its 40 test tasks, so scores on it compare with
+    anyone's on tau2's."""
+    listed = {name: [str(i) for i in ids] for name, ids in load().split.items()}
+    assert set(tau2.excluded) == {"50", "57"} and set(tau2.excluded) <= set(listed["train"])
+    assert tau2.id == "tau2-retail" and tau2.moved_to_train == []
+    _check_split(tau2, {n: [i for i in ids if i not in tau2.excluded] for n, ids in listed.items()})
+    assert (tau2.capacity("train", 1), tau2.capacity("test", 1)) == (72, 40)
+    assert reproducible(tau2.cells["train"], tau2.cells["test"]) == MOVED
+
+
+def test_the_strict_variant_holds_its_test_split_out(strict: Tau2RetailEnvironment) -> None:
+    """``tau2-retail-strict``: tau2's split with the nine test tasks whose work train tasks
+    reproduce moved to train (tests/test_splits.py)."""
+    listed = {name: [str(i) for i in ids] for name, ids in load().split.items()}
+    assert strict.id == "tau2-retail-strict" and set(strict.excluded) == {"50", "57"}
+    assert strict.moved_to_train == strict.reproducible_from_train == MOVED
+    assert set(MOVED) <= set(listed["test"])
+    _check_split(
+        strict,
+        {
+            "train": [i for i in listed["train"] if i not in strict.excluded] + MOVED,
+            "test": [i for i in listed["test"] if i not in MOVED],
+        },
+    )
+    assert (strict.capacity("train", 1), strict.capacity("test", 1)) == (81, 31)
+
+
+def test_no_strict_test_task_is_reproducible_from_train(strict: Tau2RetailEnvironment) -> None:
     """No test task's deciding check is met by train material: its row changes, or (changing
-    nothing) the values it must say, or (saying nothing) its gold calls. Before, test tasks 62
-    and 68 changed nothing and asked for values train tasks 63 and 67 say (the train-plan
-    replay scored 1.0 on 68), and test task 12 made the same calls as train task 10."""
-    train, test = tau2.cells["train"], tau2.cells["test"]
+    nothing) the values it must say, or (saying nothing) its gold calls. In tau2's split, test
+    tasks 62 and 68 change nothing and ask for values train tasks 63 and 67 say (the train-plan
+    replay scores 1.0 on 68), and test task 12 makes the same calls as train task 10."""
+    train, test = strict.cells["train"], strict.cells["test"]
     assert reproducible(train, test) == []
-    attack = ReplayTrain(tau2)
-    episode = tau2.episode()
-    assert [play(tau2, m.task, attack, episode) for m in test] == [0.0] * len(test)
+    attack = ReplayTrain(strict)
+    episode = strict.episode()
+    assert [play(strict, m.task, attack, episode) for m in test] == [0.0] * len(test)
     episode.close()
 
 
@@ -177,7 +195,7 @@ def test_without_the_data_the_environments_say_where_they_looked(tmp_path: Path)
         "import json, envfactory\n"
         "from envfactory.errors import EnvironmentUnavailable\n"
         "out = {'listed': [e for e in envfactory.list_envs() if e.startswith('tau2')]}\n"
-        "for env_id in ('tau2-retail', 'tau2-retail-procedural'):\n"
+        "for env_id in ('tau2-retail', 'tau2-retail-strict', 'tau2-retail-procedural'):\n"
         "    try:\n"
         "        envfactory.make(env_id)\n"
         "    except EnvironmentUnavailable as exc:\n"
@@ -189,7 +207,7 @@ def test_without_the_data_the_environments_say_where_they_looked(tmp_path: Path)
     )
     out = json.loads(done.stdout)
     assert out["listed"] == []
-    for env_id in ("tau2-retail", "tau2-retail-procedural"):
+    for env_id in ("tau2-retail", "tau2-retail-strict", "tau2-retail-procedural"):
         assert DATA_ENV in out[env_id] and "nowhere" in out[env_id]
     cli = subprocess.run(
         [sys.executable, "-m", "envfactory", "check", "tau2-retail", "--json"],

@@ -75,15 +75,24 @@ def test_check_covers_the_imported_tasks() -> None:
     assert report["passed"]
 
 
-def test_the_finite_import_passes_the_audit(tau2: Tau2RetailEnvironment) -> None:
+def test_the_strict_import_passes_the_audit(strict: Tau2RetailEnvironment) -> None:
     """A fixed list of 112 tasks on one level: sampled whole (never past its 81 train tasks),
     its shapes counted as a rate, nothing to grade across levels. No exploit earns anything
     and none voids an episode (before, the do-nothing tasks 50 and 57 paid enumeration, fuzz
     and mass writes 0.033, and a test task whose answer a train task says paid replay)."""
-    report = audit(tau2, n=500)
+    report = audit(strict, n=500)
     assert report.passed, report.problems
     assert report.tasks == 112 and report.difficulty_monotonic
     assert len(report.plan_lengths) == 81  # every train task, and no index past them
     assert report.oracle_success_rate == 1.0 and report.noop_reward_mean == 0.0
     assert report.voided_by_agent == 0
     assert all(s.mean == 0.0 for s in report.exploits.values()), report.exploits
+
+
+def test_the_audit_names_the_leak_in_tau2s_own_split(tau2: Tau2RetailEnvironment) -> None:
+    """tau2's split as tau2 ships it: replaying train plans solves 4 of its 40 test tasks (their
+    targets are train targets), and the audit says so; nothing else fails."""
+    report = audit(tau2, n=500)
+    assert report.tasks == 112 and len(report.plan_lengths) == 72
+    assert report.exploits["replay"].episodes == 40 and report.exploits["replay"].mean == 0.1
+    assert [p.split(" earns")[0] for p in report.problems] == ["exploit replay"]

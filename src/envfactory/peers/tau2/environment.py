@@ -1,10 +1,13 @@
-"""The two environments over tau2-bench's retail data.
+"""The three environments over tau2-bench's retail data.
 
-- ``tau2-retail``: tau2's hand-written tasks with their train / test split, judged by tau2's
-  reward (:mod:`.episode`): the 112 of its 114 whose checks can tell the work from doing
+- ``tau2-retail``: tau2's hand-written tasks with tau2's own train / test split, judged by
+  tau2's reward (:mod:`.episode`): the 112 of its 114 whose checks can tell the work from doing
   nothing (the other two are ``excluded``, with the reason). One difficulty; a task's index is
   its place in the split list, and :meth:`Tau2RetailEnvironment.tau2_id` /
-  :meth:`~Tau2RetailEnvironment.locate` map between indices and tau2's ids.
+  :meth:`~Tau2RetailEnvironment.locate` map between indices and tau2's ids. Scores on its test
+  split compare with anyone else's on tau2's.
+- ``tau2-retail-strict``: the same tasks with a held-out split: the test tasks whose work
+  train material reproduces (``reproducible_from_train``) are train tasks (``moved_to_train``).
 - ``tau2-retail-procedural``: the same world with envfactory's task synthesis over goal
   templates (``retail_goals.yaml``): an unbounded supply of tasks on five difficulty levels.
 """
@@ -24,19 +27,23 @@ from envfactory.tasks.types import Split, Task
 from envfactory.world.environment import DatabaseEnvironment
 
 ENV_ID = "tau2-retail"
+STRICT_ID = "tau2-retail-strict"
 PROCEDURAL_ID = "tau2-retail-procedural"
 
 
 class Tau2RetailEnvironment(DatabaseEnvironment):
-    """tau2-bench's retail tasks in envfactory's engine."""
+    """tau2-bench's retail tasks in envfactory's engine: tau2's split, or (``strict``) the
+    held-out one, under the id ``tau2-retail-strict``."""
 
     kind = "imported"
     splits: tuple[Split, ...] = SPLITS
     finite = True
 
-    def __init__(self, folder: Path | None = None) -> None:
+    def __init__(self, folder: Path | None = None, *, strict: bool = False) -> None:
         imported = import_retail(folder)
-        super().__init__(imported.spec, rows=imported.rows)
+        spec = imported.spec.model_copy(update={"id": STRICT_ID}) if strict else imported.spec
+        super().__init__(spec, rows=imported.rows)
+        self.strict = strict
         self.data = imported.data
         self.fast = fast_tools(self.world)  # the tools Tau2Episode runs without the engine
         by_id = {str(t["id"]): t for t in imported.data.tasks}
@@ -60,13 +67,15 @@ class Tau2RetailEnvironment(DatabaseEnvironment):
             }
 
         # tau2's tasks, less those no check can tell done from doing nothing (excluded: tau2
-        # id -> why), with the test tasks whose work train tasks reproduce moved to train
+        # id -> why); the strict split moves the test tasks whose work train tasks reproduce
+        # to train
         first = cells()
         self.excluded = {
             m.tau2_id: why for ms in first.values() for m in ms if (why := m.unchecked)
         }
         served = {s: [m for m in ms if m.tau2_id not in self.excluded] for s, ms in first.items()}
-        self.moved_to_train = reproducible(served["train"], served["test"])
+        self.reproducible_from_train = reproducible(served["train"], served["test"])
+        self.moved_to_train = self.reproducible_from_train if strict else []
         ids = {
             "train": [m.tau2_id for m in served["train"]] + self.moved_to_train,
             "test": [m.tau2_id for m in served["test"] if m.tau2_id not in self.moved_to_train],
@@ -121,6 +130,11 @@ class Tau2RetailEnvironment(DatabaseEnvironment):
 def make_tau2_retail(seed: int = 0, scale: float = 1.0) -> Tau2RetailEnvironment:
     _fixed(ENV_ID, seed, scale)
     return Tau2RetailEnvironment()
+
+
+def make_strict(seed: int = 0, scale: float = 1.0) -> Tau2RetailEnvironment:
+    _fixed(STRICT_ID, seed, scale)
+    return Tau2RetailEnvironment(strict=True)
 
 
 def make_procedural(seed: int = 0, scale: float = 1.0) -> DatabaseEnvironment:
