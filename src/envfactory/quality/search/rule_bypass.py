@@ -1,0 +1,133 @@
+"""Rule bypass: the gold plan with the step a stated rule demands left out, or misdirected.
+
+A database domain states rules that demand a step before a write ("before cancelling an
+order, look it up with get_order"): declared as a ``prior_call`` the verifier checks, or only
+in the rule's words (a rule whose text names a read tool). A task has such a rule in play when
+its gold plan makes the demanded call before the write it guards. The bypass plays the rest of
+the gold plan and its reply:
+
+- ``rule_skip``: without the demanded calls;
+- ``rule_mismatch``: with each demanded call made on a neighbouring row (the id one off), so
+  a check that a look-up came first but not that it looked up the same row pays (a demanded
+  call with no row id in its arguments is not in play).
+
+Each earns only where the world lets the write past the rule and the verdict does not notice;
+a task with no rule in play scores 0 without an episode.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from envfactory.domain.spec import DomainSpec
+from envfactory.env import Environment
+from envfactory.policies.scripted import write_tools
+from envfactory.quality.search.script import Player, Step, gold_steps
+from envfactory.tasks.types import Task
+
+Mode = Literal["skip", "mismatch"]
+_ROW_ID = re.compile(r"^([A-Z][A-Z0-9]*-)(\d+)$")
+
+
+@dataclass(frozen=True)
+class Demand:
+    """A call a rule demands before a write: of ``needs``, before ``write`` (None: any write),
+    with the arguments ``match`` pairs ({write_param: needs_param}) agreeing."""
+
+    needs: str
+    write: str | None
+    match: tuple[tuple[str, str], ...] = ()
+
+
+def demands(env: Environment) -> list[Demand]:
+    """The calls ``env``'s rules demand before writes."""
+    spec = getattr(env, "spec", None)
+    if not isinstance(spec, DomainSpec):
+        return []
+    reads = {a.name for a in spec.actions if a.kind == "read"}
+    out: list[Demand] = []
+    for rule in spec.rules:
+        if rule.prior_call is not None:
+            p = rule.prior_call
+            out.append(Demand(p.needs, p.tool, tuple(p.match.items())))
+        else:  # only in words: every read tool the text names
+            named = set(re.findall(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", rule.text)) & reads
+            out += [Demand(tool, None) for tool in sorted(named)]
+    return out
+
+
+def demanded_steps(task: Task, rules: Sequence[Demand], writes: set[str]) -> list[int]:
+    """Indices of the gold steps that satisfy a rule: a demanded call before a write it
+    guards."""
+    plan = task.hidden.gold_plan
+    return [
+        i
+        for i, step in enumerate(plan)
+        if any(
+            step.tool == d.needs
+            and any(
+                later.tool == d.write if d.write else later.tool in writes
+                for later in plan[i + 1 :]
+            )
+            for d in rules
+        )
+    ]
+
+
+def neighbour(value: Any) -> Any:
+    """A row id one off (``ORD-00124`` → ``ORD-00123``; the first → the second)."""
+    match = _ROW_ID.match(value) if isinstance(value, str) else None
+    if match is None:
+        return value
+    prefix, digits = match.groups()
+    number = int(digits) - 1 if int(digits) > 1 else int(digits) + 1
+    return f"{prefix}{number:0{len(digits)}d}"
+
+
+class RuleBypass:
+    """The gold plan with the demanded calls skipped (``skip``) or made on another row
+    (``mismatch``)."""
+
+    def __init__(self, mode: Mode) -> None:
+        self.mode = mode
+        self.name = f"rule_{mode}"
+
+    def applies(self, env: Environment) -> bool:
+        return bool(demands(env))
+
+    def plan(self, env: Environment, task: Task) -> list[Step] | None:
+        """The bypass plan of ``task``, or None where no rule is in play."""
+        demanded = set(demanded_steps(task, demands(env), write_tools(env.tools("mcp"))))
+        if not demanded:
+            return None
+        if self.mode == "skip":
+            return [(i, s) for i, s in gold_steps(task) if i not in demanded]
+        moved = [
+            (
+                i,
+                s.model_copy(
+                    update={"arguments": {k: neighbour(v) for k, v in s.arguments.items()}}
+                ),
+            )
+            if i in demanded
+            else (i, s)
+            for i, s in gold_steps(task)
+        ]
+        return None if moved == gold_steps(task) else moved  # no row id to move: not in play
+
+    def rewards(self, env: Environment, tasks: Sequence[Task]) -> list[float]:
+        player = Player(env)
+        out = []
+        for task in tasks:
+            steps = self.plan(env, task)
+            out.append(0.0 if steps is None else player.reward(task, steps, task.hidden.answers))
+        player.close()
+        return out
+
+
+def rule_searches() -> list[RuleBypass]:
+    """Both rule bypasses."""
+    return [RuleBypass("skip"), RuleBypass("mismatch")]

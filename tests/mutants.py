@@ -1,0 +1,29 @@
+"""Planted defects for the audit's searches: a built-in domain file with one thing changed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import envfactory
+from envfactory.env import Environment
+from envfactory.tasks.types import Task
+
+DOMAINS = Path(envfactory.__file__).parent / "domains"
+
+
+def mutant(tmp_path: Path, domain: str, old: str, new: str) -> Environment:
+    """``domain``'s world with the one occurrence of ``old`` in its file replaced by ``new``."""
+    text = (DOMAINS / f"{domain}.yaml").read_text()
+    assert text.count(old) == 1, f"{old!r} is not once in {domain}.yaml"
+    name = re.sub(r"[^a-z0-9_]", "_", f"{domain}_{tmp_path.name}".lower())  # ids are unique
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text.replace(old, new).replace(f"id: {domain}\n", f"id: {name}\n", 1))
+    return envfactory.make(path)
+
+
+def tasks_of(env: Environment, goal: str, n: int = 8, difficulty: int = 1) -> list[Task]:
+    """The first ``n`` test tasks of ``difficulty`` that pursue ``goal``."""
+    out = [t for t in env.tasks("test", difficulty, 80) if goal in t.hidden.goals]
+    assert len(out) >= 3, f"too few {goal} tasks"
+    return out[:n]

@@ -1,0 +1,49 @@
+"""Rule bypass: a rule a world lets the agent skip pays, a rule it enforces does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mutants import mutant, tasks_of
+
+import envfactory
+from envfactory.quality.search.rule_bypass import RuleBypass, demands, neighbour
+
+PRIOR = "prior_call: {tool: cancel_order, needs: get_order, match: {order_id: order_id}}"
+
+
+def test_an_enforced_look_up_rule_cannot_be_skipped_or_misdirected() -> None:
+    env = envfactory.make("retail")
+    tasks = tasks_of(env, "cancel_order")
+    for mode in ("skip", "mismatch"):
+        search = RuleBypass(mode)
+        assert search.applies(env)
+        assert all(search.plan(env, t) is not None for t in tasks)  # the rule is in play
+        assert search.rewards(env, tasks) == [0.0] * len(tasks)
+
+
+def test_a_rule_stated_but_not_checked_is_skipped(tmp_path: Path) -> None:
+    """The rule's words still name get_order, but nothing checks it: skipping pays."""
+    env = mutant(tmp_path, "retail", PRIOR, "")
+    assert not any(d.write for d in demands(env) if d.needs == "get_order")
+    tasks = tasks_of(env, "cancel_order")
+    assert RuleBypass("skip").rewards(env, tasks) == [1.0] * len(tasks)
+
+
+def test_a_look_up_of_any_row_satisfies_a_rule_without_its_match(tmp_path: Path) -> None:
+    env = mutant(tmp_path, "retail", "match: {order_id: order_id}}", "match: {}}")
+    tasks = tasks_of(env, "cancel_order")
+    assert RuleBypass("mismatch").rewards(env, tasks) == [1.0] * len(tasks)
+    assert RuleBypass("skip").rewards(env, tasks) == [0.0] * len(tasks)
+
+
+def test_tasks_with_no_rule_in_play_are_not_played() -> None:
+    env = envfactory.make("retail")
+    questions = tasks_of(env, "order_total")  # a look-up, but no write after it
+    assert all(RuleBypass("skip").plan(env, t) is None for t in questions)
+
+
+def test_neighbour_is_a_row_id_one_off() -> None:
+    assert neighbour("ORD-00124") == "ORD-00123"
+    assert neighbour("ORD-00001") == "ORD-00002"
+    assert neighbour("no_longer_needed") == "no_longer_needed"
