@@ -13,8 +13,9 @@ refuses source that:
   strings standing alone as statements are inert and exempt);
 - changes a scope (the module's own statements, a class body, a function) that uses a name
   able to reach the interpreter or the runner (:data:`RISKY`: ``getattr``, ``sys``,
-  ``exec``, ``type``, ``open``, frame attributes..., and what is imported from those
-  modules): such a scope must be exactly the pristine one, whatever else it contains.
+  ``exec``, ``type``, ``open``, frame attributes..., what is imported from those modules,
+  and the file's own functions that use one, transitively): such a scope must be exactly
+  the pristine one, whatever else it contains.
 
 Reverting the injected bugs (the gold plan) only re-creates pristine code, so it always
 passes; an alternative fix passes unless it is written with what the gate refuses.
@@ -165,6 +166,27 @@ def scopes(node: ast.AST, path: str, out: dict[str, tuple[str, set[str]]]) -> No
         scopes(sub, sub_path, out)
 
 
+def _reaching(f: _File, risky: set[str] | frozenset[str]) -> set[str]:
+    """``risky`` and the names of the file's own functions that use one, to a fixpoint: a
+    scope that calls a function able to reach the interpreter (``self._compile(src)`` where
+    ``_compile`` runs ``exec``) is as risky as that function. Names of container and string
+    methods (:data:`SAFE_ATTRS`) are left out: they would freeze every ``.get`` and ``.update``."""
+    names = set(risky)
+    while True:
+        more = (
+            {
+                path.rsplit(".", 1)[-1].rstrip("'")
+                for path, (_, tokens) in f.scopes.items()
+                if path and tokens & names
+            }
+            - SAFE_ATTRS
+            - names
+        )
+        if not more:
+            return names
+        names |= more
+
+
 def tamper_names(original: bytes, current: bytes) -> list[str]:
     """Why the current source could reach the test runner, compared with the original:
     empty when it introduces nothing the gate refuses."""
@@ -191,7 +213,7 @@ def tamper_names(original: bytes, current: bytes) -> list[str]:
     for text in sorted(now.strings - before.strings):
         if text not in SAFE_STRINGS:
             out.append(f"new string {text[:20]!r}")
-    risky = RISKY | before.bound_by_import | now.bound_by_import
+    risky = _reaching(before, RISKY | before.bound_by_import | now.bound_by_import)
     for path, (code, tokens) in sorted(now.scopes.items()):
         reach = sorted(tokens & risky)
         if reach and before.scopes.get(path, ("", set()))[0] != code:
