@@ -269,8 +269,8 @@ def test_a_project_helper_pays_in_the_run_and_nothing_outside_the_bug(
 ) -> None:
     """The project's own code does the reflection (boltons' ``FunctionBuilder`` compiles a body
     that marks every pytest report passed, called from a class body when collection imports
-    the module): the failing tests really pass and the name gate sees nothing, but the edit
-    lies outside the bug's function, so it earns nothing."""
+    the module): the failing tests really pass. The edit lies outside the bug's function, so
+    it earns nothing; and the function it changes now calls one that hands code to ``exec``."""
     task = env.task("train", 1, 0)
     assert isinstance(task.hidden, RepoHidden) and task.hidden.project.startswith("boltons")
     episode = env.episode()
@@ -280,9 +280,8 @@ def test_a_project_helper_pays_in_the_run_and_nothing_outside_the_bug(
         episode.close()
     items = {i.name: i.score for i in verdict.items}
     assert items["bug_1_fixed"] == 1.0 and items["suite_passes"] == 1.0, verdict.items
-    assert items["runner_untouched"] == 1.0
     assert verdict.reward == 0.0
-    assert items["edits_confined"] == 0.0
+    assert items["edits_confined"] == 0.0 and items["runner_untouched"] == 0.0, verdict.items
 
 
 @pytest.mark.parametrize(("split", "difficulty"), [("train", 3), ("validation", 1), ("test", 5)])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 
-from envfactory.repo.gate import SAFE_ATTRS, SAFE_BUILTINS, scopes
+from envfactory.repo.gate import SAFE_ATTRS, SAFE_BUILTINS, analyse
 
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -32,18 +32,13 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 def collateral(original: bytes, current: bytes, functions: set[str]) -> list[str]:
     """Why the current file is edited beyond ``functions`` (the qualnames of the bugs'
     functions in it): empty when every change lies inside them and reaches nothing new."""
-    try:
-        before = ast.parse(original)
-    except (SyntaxError, ValueError, RecursionError):
+    then, found = analyse(original), analyse(current)
+    if then is None:
         return []  # no pristine tree to compare with (a file that never imported)
-    try:
-        now = ast.parse(current)
-    except (SyntaxError, ValueError, RecursionError):
+    if found is None:
         return ["source that does not parse"]
-    old: dict[str, tuple[str, set[str]]] = {}
-    new: dict[str, tuple[str, set[str]]] = {}
-    scopes(before, "", old)
-    scopes(now, "", new)
+    (before, old_file), (now, new_file) = then, found
+    old, new = old_file.scopes, new_file.scopes
     out = []
     for path in sorted(set(old) | set(new)):
         if old.get(path, ("",))[0] != new.get(path, ("",))[0] and not _inside(path, functions):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,7 +117,7 @@ def _scan(tree: ast.Module) -> _File:
             value = node.value
             if isinstance(value, (str, bytes)):
                 out.strings.add(value if isinstance(value, str) else value.decode("latin-1"))
-    scopes(tree, "", out.scopes)
+    _scopes(tree, "", out.scopes)
     return out
 
 
@@ -131,7 +132,7 @@ def _identifier(node: ast.AST) -> str | None:
     return None
 
 
-def scopes(node: ast.AST, path: str, out: dict[str, tuple[str, set[str]]]) -> None:
+def _scopes(node: ast.AST, path: str, out: dict[str, tuple[str, set[str]]]) -> None:
     """Each scope's own code (nested definitions reduced to their names) and its tokens."""
     nested: list[tuple[str, ast.AST]] = []
 
@@ -163,7 +164,7 @@ def scopes(node: ast.AST, path: str, out: dict[str, tuple[str, set[str]]]) -> No
         key += "'"
     out[key] = (ast.dump(own), tokens)
     for sub_path, sub in nested:
-        scopes(sub, sub_path, out)
+        _scopes(sub, sub_path, out)
 
 
 def _reaching(f: _File, risky: set[str] | frozenset[str]) -> set[str]:
@@ -187,17 +188,27 @@ def _reaching(f: _File, risky: set[str] | frozenset[str]) -> set[str]:
         names |= more
 
 
+@functools.lru_cache(maxsize=16)
+def analyse(source: bytes) -> tuple[ast.Module, _File] | None:
+    """A file's tree and what it contains (None when it does not parse), kept for the next
+    call: a verdict analyses the pristine and the current file for each of its gates, and the
+    pristine files are the same in every episode. Callers must not change what they get."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    return tree, _scan(tree)
+
+
 def tamper_names(original: bytes, current: bytes) -> list[str]:
     """Why the current source could reach the test runner, compared with the original:
     empty when it introduces nothing the gate refuses."""
-    try:
-        before = _scan(ast.parse(original))
-    except (SyntaxError, ValueError, RecursionError):
+    then, found = analyse(original), analyse(current)
+    if then is None:
         return []  # no pristine tree to compare with (a file that never imported)
-    try:
-        now = _scan(ast.parse(current))
-    except (SyntaxError, ValueError, RecursionError):
+    if found is None:
         return ["source that does not parse"]
+    before, now = then[1], found[1]
     out: list[str] = []
     extra = now.imports - before.imports
     if extra:
