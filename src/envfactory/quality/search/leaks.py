@@ -129,8 +129,8 @@ class ListedTarget:
             return 0.0  # no listing shows a row of the target's kind
         steps: list[Step] = [(-1, call) for call in calls]
         for i, step in gold_steps(task):
-            arguments = _swapped(step.arguments, swap)
-            if arguments != step.arguments:
+            if _swapped(step.arguments, dict.fromkeys(swap, "")) != step.arguments:  # on a target
+                arguments = _swapped(step.arguments, swap)
                 steps.append((i, step.model_copy(update={"arguments": arguments})))
         return player.reward(task, steps)
 

@@ -2,10 +2,11 @@
 
 An optimizer that never reads the question still learns which answers are common. So each of
 these fixed guesses must earn at most a trace on the questions: the most frequent answer of
-each goal template (counted over train, validation and the test split itself, as a model that
-saw them all would know it) and the constants ``0``, ``1``, ``yes``, ``no`` and the first of
-the words an answer of its kind may be (a status, a city: the words the grader reads). A task
-that asks nothing scores 0 without an episode: a guess has nothing to answer there.
+each goal template in train, in validation and in the test split itself (one guess each: the
+synthesiser keeps train answers out of held-out questions, so a held-out skew shows only in
+the held-out split's own mode), and the constants ``0``, ``1``, ``yes``, ``no`` and the first
+of the words an answer of its kind may be (a status, a city: the words the grader reads). A
+task that asks nothing scores 0 without an episode: a guess has nothing to answer there.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from envfactory.env import Environment
 from envfactory.quality.search.script import Player, reply_steps
 from envfactory.tasks.answer_balance import answers_by_template, cell
-from envfactory.tasks.types import SPLITS, Task
+from envfactory.tasks.types import SPLITS, Split, Task
 
 CONSTANTS = ("0", "1", "yes", "no")
 FIRST_WORD = "first_word"
@@ -25,22 +26,23 @@ MODE = "mode"
 PER_CELL = 30  # tasks of each (split, difficulty) the answer counts are taken from
 
 
-def answer_counts(env: Environment, per_cell: int = PER_CELL) -> dict[str, Counter[Any]]:
-    """Each goal template's answers (as graded), over the first ``per_cell`` tasks of every
-    split and difficulty."""
-    tasks = [t for s in SPLITS for d in env.difficulties for t in cell(env, s, d, per_cell)]
-    return answers_by_template(tasks)
+def answer_counts(
+    env: Environment, split: Split, per_cell: int = PER_CELL
+) -> dict[str, Counter[Any]]:
+    """Each goal template's answers (as graded), over the first ``per_cell`` tasks of each
+    difficulty of ``split``."""
+    return answers_by_template(t for d in env.difficulties for t in cell(env, split, d, per_cell))
 
 
 class PriorGuess:
-    """One fixed guess: ``mode`` (the template's most frequent answer), ``first_word`` or one
-    of :data:`CONSTANTS`."""
+    """One fixed guess: ``mode_<split>`` (the template's most frequent answer in that split),
+    ``first_word`` or one of :data:`CONSTANTS`."""
 
     def __init__(self, guess: str, per_cell: int = PER_CELL) -> None:
         self.guess = guess
         self.per_cell = per_cell
         self.name = f"prior_{guess}"
-        self._modes: dict[str, Any] | None = None
+        self._modes: dict[str, dict[str, Any]] = {}  # env id -> template -> its mode
 
     def applies(self, env: Environment) -> bool:
         return any(t.hidden.answers for t in cell(env, "train", env.difficulties[-1], 10))
@@ -48,11 +50,13 @@ class PriorGuess:
     def values(self, env: Environment, task: Task) -> list[Any]:
         """What the guess replies to ``task`` (nothing where it has no guess)."""
         hidden = task.hidden
-        if self.guess == MODE:
-            if self._modes is None:
-                counts = answer_counts(env, self.per_cell)
-                self._modes = {g: c.most_common(1)[0][0] for g, c in counts.items()}
-            return list(dict.fromkeys(self._modes.get(g) for g in hidden.answer_goals))
+        if self.guess.startswith(MODE):
+            if env.id not in self._modes:
+                split = next(s for s in SPLITS if self.guess == f"{MODE}_{s}")
+                counts = answer_counts(env, split, self.per_cell)
+                self._modes[env.id] = {g: c.most_common(1)[0][0] for g, c in counts.items()}
+            modes = self._modes[env.id]
+            return list(dict.fromkeys(_said(modes.get(g)) for g in hidden.answer_goals))
         if self.guess == FIRST_WORD:
             return hidden.answer_key.words[:1]
         return [self.guess]
@@ -70,6 +74,16 @@ class PriorGuess:
         return out
 
 
+def _said(value: Any) -> Any:
+    """An answer as compared (``True``, ``3.0``) as a reply says it (``yes``, ``3``)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def prior_searches() -> list[PriorGuess]:
     """Every prior guess."""
-    return [PriorGuess(g) for g in (MODE, *CONSTANTS, FIRST_WORD)]
+    modes = [f"{MODE}_{split}" for split in SPLITS]
+    return [PriorGuess(g) for g in (*modes, *CONSTANTS, FIRST_WORD)]

@@ -1,0 +1,61 @@
+"""Leak scan: an answer the request states, and a generic listing of the target, are found."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mutants import mutant, tasks_of
+
+import envfactory
+from envfactory.quality.search.leaks import AnswerInRequest, ListedTarget, generic_calls, stated_in
+
+DUE = "When is {ref:anchor} due back?"
+# A read tool with no parameters listing lines whose APN no seeded line has: the rows a
+# wrong_apn task's setup broke to internet2 or mms.meridian (half its broken values).
+ODD_APNS = """  - name: list_odd_apn_lines
+    kind: read
+    description: Lines with an unusual APN.
+    load:
+      found: {rows: lines, filter: "row.apn in ['internet2', 'mms.meridian']", limit: 5}
+    returns: "=found"
+
+  - name: reset_apn
+"""
+
+
+def test_stated_in_reads_the_answer_as_the_grader_does() -> None:
+    assert stated_in("It came to 191.76 I think.", 191.76)
+    assert not stated_in("What is the total of order ORD-00191?", 191)
+
+
+def test_an_answer_in_the_request_is_found(tmp_path: Path) -> None:
+    """A mutant's request states the due date it asks for, as a pretty date (so the
+    synthesiser's literal check of the ISO date lets it through)."""
+    env = mutant(tmp_path, "library", DUE, DUE + " I noted {pretty_date(anchor.due_on)}.")
+    tasks = [t for t in tasks_of(env, "due_date", n=30) if "I noted" in t.public.instruction]
+    assert tasks
+    assert AnswerInRequest().rewards(env, tasks) == [1.0] * len(tasks)
+
+
+def test_a_sound_request_states_no_answer() -> None:
+    for env_id, goal in (("library", "due_date"), ("retail", "order_total")):
+        env = envfactory.make(env_id)
+        tasks = tasks_of(env, goal)
+        assert AnswerInRequest().rewards(env, tasks) == [0.0] * len(tasks)
+
+
+def test_a_generic_listing_of_the_broken_row_pays(tmp_path: Path) -> None:
+    env = mutant(tmp_path, "helpdesk", "  - name: reset_apn\n", ODD_APNS)
+    assert any(c.tool == "list_odd_apn_lines" for c in generic_calls(env))
+    tasks = tasks_of(env, "wrong_apn", n=12)
+    rewards = ListedTarget().rewards(env, tasks)
+    odd = [t.hidden.setup[0].after["apn"] in ("internet2", "mms.meridian") for t in tasks]  # type: ignore[index]
+    assert any(odd) and not all(odd)
+    assert rewards == [1.0 if o else 0.0 for o in odd]
+
+
+def test_a_listing_that_does_not_single_out_the_target_earns_nothing() -> None:
+    env = envfactory.make("helpdesk")
+    assert [c.tool for c in generic_calls(env)] == ["list_plans"]
+    tasks = tasks_of(env, "wrong_apn")
+    assert ListedTarget().rewards(env, tasks) == [0.0] * len(tasks)

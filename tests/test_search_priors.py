@@ -1,0 +1,42 @@
+"""Prior guesses: a template with one answer pays a constant reply; a sound one does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mutants import mutant
+
+import envfactory
+from envfactory.quality.search.priors import PriorGuess, answer_counts, prior_searches
+
+TOTAL = 'answer: "money(sum(i.quantity * i.unit_price for i in items))"'
+
+
+def _questions(env: envfactory.Environment, split: str = "train") -> list[envfactory.Task]:
+    tasks = [t for t in env.tasks(split, 1, 40) if "order_total" in t.hidden.answer_goals]  # type: ignore[arg-type]
+    assert len(tasks) >= 3
+    return tasks
+
+
+def test_a_template_answered_by_one_value_pays_its_mode_and_the_constant(tmp_path: Path) -> None:
+    env = mutant(tmp_path, "retail", TOTAL, 'answer: "True"')  # every total is "yes"
+    tasks = _questions(env)
+    assert answer_counts(env, "train", per_cell=10)["order_total"].most_common(1)[0][0] is True
+    for guess, paid in (("mode_train", 1.0), ("yes", 1.0), ("no", 0.0), ("1", 0.0)):
+        assert PriorGuess(guess, per_cell=10).rewards(env, tasks) == [paid] * len(tasks), guess
+
+
+def test_no_constant_or_train_prior_pays_on_a_sound_template() -> None:
+    """(Retail's own test mode does pay: one held-out order's total is asked by several test
+    tasks, a finding reported in docs/audit.md.)"""
+    env = envfactory.make("retail")
+    tasks = _questions(env, "test")
+    for search in [s for s in prior_searches() if s.name != "prior_mode_test"]:
+        assert search.applies(env)
+        assert search.rewards(env, tasks) == [0.0] * len(tasks), search.name
+
+
+def test_a_task_that_asks_nothing_is_not_guessed() -> None:
+    env = envfactory.make("retail")
+    writes = [t for t in env.tasks("test", 1, 20) if not t.hidden.answers]
+    assert writes and PriorGuess("1").rewards(env, writes) == [0.0] * len(writes)
