@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import envfactory
-from envfactory.quality.audit import _monotonic, audit
+from envfactory.quality.audit import audit
 
 KEYS = (
     "env",
@@ -29,6 +29,12 @@ KEYS = (
     "exploits",
     "voided_by_agent",
     "passed",
+    "baseline_p",
+    "baseline_bound",
+    "noisy_oracle_rise_p",
+    "noisy_oracle_fall_p",
+    "noisy_oracle_fall_power",
+    "empty_levels",
 )
 EXPLOITS = {"enumerate", "shotgun", "shotgun_long", "fuzz", "mass_writes", "replay"}
 
@@ -95,20 +101,6 @@ def test_audit_flags_a_broken_environment() -> None:
     assert not report.passed
     assert report.oracle_success_rate < 1.0
     assert any("oracle" in p for p in report.problems)
-
-
-def test_graded_difficulty_allows_a_rise_only_within_sampling_error() -> None:
-    steps = [2.0, 3.0, 4.0]
-    # 18 tries a level (a small audit): a rise of 0.11 is noise; a flat curve is not graded.
-    assert _monotonic(steps, [0.72, 0.83, 0.33], [18, 18, 18]) == (True, [])
-    assert not _monotonic(steps, [0.5, 0.5, 0.5], [18, 18, 18])[0]
-    # 180 tries a level (the default audit): the same rise is within 0.1, a rise of 0.2 is not.
-    assert _monotonic(steps, [0.72, 0.8, 0.33], [180, 180, 180])[0]
-    ok, why = _monotonic(steps, [0.6, 0.8, 0.3], [180, 180, 180])
-    assert not ok and why == ["noisy-oracle success does not fall with difficulty: [0.6, 0.8, 0.3]"]
-    # A rise of 0.2 between two levels of 12 tries each is within two standard errors.
-    assert _monotonic(steps, [0.6, 0.8, 0.3], [12, 12, 12])[0]
-    assert not _monotonic([4.0, 3.0, 2.0], [0.9, 0.5, 0.1], [180, 180, 180])[0]
 
 
 def test_an_exploit_that_pays_fails_the_audit() -> None:

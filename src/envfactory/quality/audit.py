@@ -5,14 +5,18 @@ Scores each environment on what makes it worth training on: solvable (oracle suc
 and no agent input voids an episode), graded (gold plans lengthen and a noisy
 oracle succeeds less as difficulty rises), deterministic, covering its tools, and diverse
 (distinct plan shapes and instructions per 1,000 tasks).
+
+The sampled checks (baselines, grading) are one-sided tests at a false-alarm rate of
+``stats.ALPHA``: a world fails them on evidence, so a smaller ``-n`` does not fail a world a
+larger one passes unless its sample shows the fault (docs/audit.md, "Statistics").
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from itertools import pairwise
 from statistics import fmean
 
@@ -31,6 +35,7 @@ from envfactory.policies.scripted import (
 )
 from envfactory.quality.adversary import Attack, ExploitStats, attack, shortfalls
 from envfactory.quality.check import sample_cells
+from envfactory.quality.stats import ALPHA, gain_power, p_above, p_gain, upper_bound
 from envfactory.registry import build
 from envfactory.tasks.types import Split, Task
 
@@ -40,7 +45,9 @@ COVERAGE_MIN = 0.8
 SHAPES_MIN = 50
 INSTRUCTIONS_MIN = 500
 NOISY_RUNS = 3
-MAX_RISE = 0.1  # noisy-oracle success a level may gain over the one below, at the least
+MAX_RISE = 0.1  # noisy-oracle success a level may gain over the one below
+MIN_FALL = 0.1  # noisy-oracle success the top level must lose against the bottom
+BASELINES = ("noop", "random", "spam", "guess")
 
 
 class AuditReport(BaseModel):
@@ -66,6 +73,30 @@ class AuditReport(BaseModel):
     voided_by_agent: int = Field(0, description="exploit episodes agent input voided")
     passed: bool
     problems: list[str] = Field(default_factory=list)
+    baseline_p: dict[str, float] = Field(
+        default_factory=dict,
+        description=f"per baseline: p-value of a mean reward above {BASELINE_MAX} (fails < ALPHA)",
+    )
+    baseline_bound: dict[str, float] = Field(
+        default_factory=dict, description="per baseline: 95% upper bound on its mean reward"
+    )
+    noisy_oracle_rise_p: dict[int, float] = Field(
+        default_factory=dict,
+        description=f"per level above the lowest audited: p-value of a noisy-oracle gain of over "
+        f"{MAX_RISE} on the level below",
+    )
+    noisy_oracle_fall_p: float | None = Field(
+        None, description=f"p-value of the top level not {MIN_FALL} below the bottom"
+    )
+    noisy_oracle_fall_power: float | None = Field(
+        None, description="chance the sample refuses a flat curve (top as good as the bottom)"
+    )
+    grading_alpha: float | None = Field(
+        None, description="the level of each grading test (ALPHA shared by the levels' tests)"
+    )
+    empty_levels: list[int] = Field(
+        default_factory=list, description="difficulties with no audited task"
+    )
     curves: dict[str, dict[int, float]] = Field(
         default_factory=dict, description="success rate by difficulty, per policy"
     )
@@ -76,8 +107,9 @@ class AuditReport(BaseModel):
 
 def _policies(env: Environment, seed: int) -> dict[str, list[Policy]]:
     """Each policy the audit runs on every task. The noisy oracle runs NOISY_RUNS times
-    (independent slips): its success by difficulty is a graded curve, and with one run per
-    task 60 tasks a level leave a sampling error close to the 0.1 rise the check allows."""
+    (independent slips): its success by difficulty is a graded curve, and each task's share
+    of successful runs is finer evidence than one run (the grading test's unit is the task,
+    since a task's runs are not independent)."""
     return {
         "oracle": [Oracle()],
         "noisy_oracle": [env.noisy_oracle(0.8, seed + k) for k in range(NOISY_RUNS)],
@@ -92,31 +124,56 @@ def _normalise(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
-def _monotonic(
-    steps: list[float], success: list[float], tries: list[int]
-) -> tuple[bool, list[str]]:
+@dataclass(frozen=True)
+class Grading:
+    """The grading check's verdict and its evidence (the report's ``noisy_oracle_*`` keys)."""
+
+    graded: bool = True
+    problems: list[str] = field(default_factory=list)
+    rise_p: dict[int, float] = field(default_factory=dict)
+    fall_p: float | None = None
+    fall_power: float | None = None
+    alpha: float | None = None
+
+
+def _graded(steps: dict[int, float], noisy: dict[int, list[float]]) -> Grading:
     """Plans lengthen (each level at least 95% of the one below, the top longer than the
-    bottom) and the noisy oracle succeeds less: the top below the bottom, and no level above
-    the one below by more than its sampling error allows (two standard errors of the
-    difference of the two levels' ``tries``, and at least 0.1), so a small audit's noise is
-    not read as an ungraded knob. A single level (a fixed task list such as tau2's) has
-    nothing to grade."""
+    bottom) and the noisy oracle succeeds less as difficulty rises, over the levels with
+    audited tasks. ``noisy`` holds, per level, each task's share of successful noisy runs
+    (the runs of one task are not independent, so the task is the unit).
+
+    Grading is refused on evidence: a level that gains over ``MAX_RISE`` on the level below,
+    or a top level that is not ``MIN_FALL`` below the bottom, each at a level of ``ALPHA``
+    shared by the tests (Bonferroni), so the check fails a graded world with probability at
+    most ``ALPHA`` whatever the sample's size. A small sample may lack the power to refuse a
+    flat curve; ``fall_power`` says how much it had. A single level (a fixed task list such
+    as tau2's) has nothing to grade."""
+    levels = sorted(d for d, runs in noisy.items() if runs)
+    if len(levels) < 2:
+        return Grading()
     problems: list[str] = []
-    if len(steps) < 2:
-        return True, problems
-    if not (steps[-1] > steps[0] and all(b >= 0.95 * a for a, b in pairwise(steps))):
-        problems.append(f"plan length by difficulty does not rise: {steps}")
-    levels = list(zip(success, tries, strict=True))
-    rises = [b - a > _tolerance(a, m, b, n) for (a, m), (b, n) in pairwise(levels)]
-    if not success[-1] < success[0] or any(rises):
-        problems.append(f"noisy-oracle success does not fall with difficulty: {success}")
-    return not problems, problems
-
-
-def _tolerance(a: float, m: int, b: float, n: int) -> float:
-    """How far success ``b`` (of ``n`` tries) may rise above ``a`` (of ``m``) by chance."""
-    error = math.sqrt(a * (1 - a) / max(1, m) + b * (1 - b) / max(1, n))
-    return max(MAX_RISE, 2 * error)
+    lengths = [steps[d] for d in levels]
+    if not (lengths[-1] > lengths[0] and all(b >= 0.95 * a for a, b in pairwise(lengths))):
+        problems.append(f"plan length by difficulty does not rise: {lengths}")
+    alpha = ALPHA / len(levels)  # the rises between adjacent levels and the fall
+    rise_p = {b: round(p_gain(noisy[a], noisy[b], MAX_RISE), 6) for a, b in pairwise(levels)}
+    bottom, top = noisy[levels[0]], noisy[levels[-1]]
+    fall_p = round(p_gain(bottom, top, -MIN_FALL), 6)
+    power = round(gain_power(fmean(bottom), len(bottom), len(top), -MIN_FALL, alpha), 4)
+    why = [
+        f"level {d} gains over {MAX_RISE} on the one below (p = {p:.2g})"
+        for d, p in rise_p.items()
+        if p < alpha
+    ]
+    if fall_p < alpha:
+        why.append(f"the top is not {MIN_FALL} below the bottom (p = {fall_p:.2g})")
+    if why:
+        rates = [round(fmean(noisy[d]), 4) for d in levels]
+        problems.append(
+            f"noisy-oracle success does not fall with difficulty: {rates}: "
+            f"{'; '.join(why)}; each test at {alpha:.2g}"
+        )
+    return Grading(not problems, problems, rise_p, fall_p, power, alpha)
 
 
 def _deterministic(
@@ -170,6 +227,7 @@ def audit(
     policies = _policies(env, seed)
     rewards: dict[str, list[float]] = defaultdict(list)
     success: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    noisy: dict[int, list[float]] = defaultdict(list)  # per task: its noisy runs' success
     steps: dict[int, list[int]] = defaultdict(list)
     tool_uses: Counter[str] = Counter()
     problems: list[str] = []
@@ -190,6 +248,7 @@ def audit(
                 reward = run_episode(env, task, policy, episode).reward or 0.0
                 rewards[name].append(reward)
                 success[name][d].append(1.0 if reward >= 1.0 else 0.0)
+        noisy[d].append(fmean(success["noisy_oracle"][d][-NOISY_RUNS:]))
         episode.close()
         if progress:
             progress(1)
@@ -197,9 +256,9 @@ def audit(
     difficulties = env.difficulties
     top = difficulties[-1]
     room = {d: _room(env, d, k) for d in difficulties}
-    top_tasks = [env.task("train", top, i) for i in range(room[top])]
+    top_tasks = _draw(env, ((top, i) for i in range(room[top])))
     cycle = [(i, difficulties[i % len(difficulties)]) for i in range(k)]
-    spread = [env.task("train", d, i) for i, d in cycle if i < room[d]]
+    spread = _draw(env, ((d, i) for i, d in cycle if i < room[d]))
     for t in top_tasks:
         tool_uses.update(env.plan_tools(t))
     if progress:
@@ -209,12 +268,10 @@ def audit(
         for name, v in success.items()
     }
     step_means = {d: round(fmean(steps[d]), 3) for d in difficulties if steps[d]}
-    monotonic, why = _monotonic(
-        [step_means[d] for d in difficulties],
-        [curves["noisy_oracle"][d] for d in difficulties],
-        [len(success["noisy_oracle"][d]) for d in difficulties],
-    )
-    problems += why
+    empty = [d for d in difficulties if not steps[d]]
+    problems += [f"difficulty {d} has no tasks in any split" for d in _taskless(env, empty)]
+    grading = _graded(step_means, noisy)
+    problems += grading.problems
     deterministic, why = _deterministic(env, cells[:: max(1, len(cells) // 20)])
     problems += why
     names = env.coverage_tools()
@@ -231,7 +288,7 @@ def audit(
         noisy_oracle_success_rate=_mean(
             [1.0 if r >= 1.0 else 0.0 for r in rewards["noisy_oracle"]]
         ),
-        difficulty_monotonic=monotonic,
+        difficulty_monotonic=grading.graded,
         deterministic=deterministic,
         tool_coverage=round(coverage, 4),
         plan_shapes_per_1k=_per_1k(
@@ -247,6 +304,13 @@ def audit(
         tool_uses={t: tool_uses[t] for t in names},
         exploits=found.exploits,
         voided_by_agent=found.voided_by_agent,
+        baseline_p={b: round(p_above(rewards[b], BASELINE_MAX), 6) for b in BASELINES},
+        baseline_bound={b: upper_bound(rewards[b]) for b in BASELINES},
+        noisy_oracle_rise_p=grading.rise_p,
+        noisy_oracle_fall_p=grading.fall_p,
+        noisy_oracle_fall_power=grading.fall_power,
+        grading_alpha=grading.alpha,
+        empty_levels=empty,
     )
     report.problems = problems + _shortfalls(report) + shortfalls(found)
     report.passed = not report.problems
@@ -258,6 +322,24 @@ def _attack(env: Environment, tasks: list[Task], k: int) -> Attack:
     sample = tasks[:: max(1, len(tasks) // k)][:k] if k > 0 else []
     held_out = [t for t in tasks if t.public.split == "test"][:k]
     return attack(env, sample, held_out)
+
+
+def _draw(env: Environment, cells: Iterable[tuple[int, int]]) -> list[Task]:
+    """The train tasks at (difficulty, index) ``cells``, less those that cannot be made (the
+    audited sample reports why)."""
+    out = []
+    for d, i in cells:
+        try:
+            out.append(env.task("train", d, i))
+        except SynthesisError:
+            continue
+    return out
+
+
+def _taskless(env: Environment, levels: Sequence[int]) -> list[int]:
+    """Those of ``levels`` where no split has a task (an empty level: a defect); a level a
+    small sample left out, or one whose tasks failed (reported as such), is not."""
+    return [d for d in levels if all(env.capacity(s, d) == 0 for s in env.splits)]
 
 
 def _room(env: Environment, difficulty: int, k: int) -> int:
@@ -278,10 +360,10 @@ def _shortfalls(r: AuditReport) -> list[str]:
     out = []
     if r.oracle_success_rate < 1.0:
         out.append(f"oracle success {r.oracle_success_rate} < 1.0")
-    for name in ("noop", "random", "spam", "guess"):
-        value = getattr(r, f"{name}_reward_mean")
-        if value > BASELINE_MAX:
-            out.append(f"{name} baseline earns {value} > {BASELINE_MAX}")
+    for name in BASELINES:
+        value, p = getattr(r, f"{name}_reward_mean"), r.baseline_p.get(name, 1.0)
+        if p < ALPHA:
+            out.append(f"{name} baseline earns {value} > {BASELINE_MAX} (p = {p:.2g} < {ALPHA})")
     if r.tool_coverage < COVERAGE_MIN:
         out.append(f"gold plans use {r.tool_coverage:.0%} of the tools < {COVERAGE_MIN:.0%}")
     if r.plan_shapes_per_1k < SHAPES_MIN:

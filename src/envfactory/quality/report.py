@@ -12,7 +12,8 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from envfactory.quality.adversary import EXPLOIT_MAX
-from envfactory.quality.audit import AuditReport
+from envfactory.quality.audit import BASELINE_MAX, MIN_FALL, AuditReport
+from envfactory.quality.stats import ALPHA
 
 COLUMNS = (
     ("oracle_success_rate", "oracle"),
@@ -105,6 +106,26 @@ def exploits_table(r: AuditReport) -> str:
     )
 
 
+def statistics(r: AuditReport) -> str:
+    """The evidence behind the sampled checks: each baseline's p-value and upper bound, and
+    the grading tests' p-values and power."""
+    baselines = ", ".join(
+        f"{name} p = {p:.2g} (95% bound {r.baseline_bound.get(name, 1.0):.3f})"
+        for name, p in r.baseline_p.items()
+    )
+    rises = ", ".join(f"to level {d} p = {p:.2g}" for d, p in r.noisy_oracle_rise_p.items())
+    lines = [f"Baselines above {BASELINE_MAX}: {baselines or 'none run'}."]
+    if r.noisy_oracle_fall_p is not None:
+        lines.append(
+            f"Noisy-oracle rises: {rises}; top not {MIN_FALL} below the bottom: "
+            f"p = {r.noisy_oracle_fall_p:.2g}, power against a flat curve "
+            f"{r.noisy_oracle_fall_power or 0.0:.2f} (each test at {r.grading_alpha or ALPHA:.2g})."
+        )
+    if r.empty_levels:
+        lines.append(f"Levels with no audited task: {', '.join(map(str, r.empty_levels))}.")
+    return f'<p class="stats">{"<br>".join(html.escape(line) for line in lines)}</p>'
+
+
 def render(reports: Sequence[AuditReport]) -> str:
     head = "".join(f"<th>{label}</th>" for _, label in COLUMNS)
     rows = []
@@ -130,6 +151,7 @@ def render(reports: Sequence[AuditReport]) -> str:
             f"<p>{r.tasks} tasks audited.</p>"
             + (f"<ul>{problems}</ul>" if problems else "")
             + exploits_table(r)
+            + statistics(r)
             + f'<div class="plots">{plots}</div></section>'
         )
     passed = sum(r.passed for r in reports)

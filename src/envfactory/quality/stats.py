@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 
 ALPHA = 0.01  # the false-alarm rate of every audit test
 CONFIDENCE = 0.95  # of the upper bounds the report states
@@ -115,3 +116,33 @@ def _smallest_refused(n: int, limit: float, alpha: float) -> int:
         if binomial_tail(k, n, limit) < alpha:
             return k
     return n + 1
+
+
+def p_gain(low: Sequence[float], high: Sequence[float], margin: float = 0.0) -> float:
+    """The p-value of "the mean of ``high`` exceeds the mean of ``low`` by more than
+    ``margin``" (a negative margin: "``high`` is not ``-margin`` below ``low``"), from samples
+    in [0, 1] (one value per task, such as its share of successful runs).
+
+    A one-sided z-test on Agresti-Caffo adjusted means (one success and one failure added to
+    each sample, which keeps its rate near ``alpha`` when a sample is small or all 0 or all 1),
+    each sample's variance taken as a coin's of its mean (the most a value in [0, 1] can have,
+    so the test errs, if at all, towards passing)."""
+    if not low or not high:
+        return 1.0
+    m, n = len(low) + 2, len(high) + 2
+    a, b = (math.fsum(low) + 1) / m, (math.fsum(high) + 1) / n
+    z = (b - a - margin) / math.sqrt(a * (1 - a) / m + b * (1 - b) / n)
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def gain_power(
+    rate: float, n_low: int, n_high: int, margin: float = 0.0, alpha: float = ALPHA
+) -> float:
+    """The chance that :func:`p_gain` refuses (finds a gain above ``margin`` at ``alpha``)
+    when both samples, of ``n_low`` and ``n_high`` values, truly have the mean ``rate``
+    (normal approximation): with a negative margin, the power to tell a flat curve from one
+    that falls by ``-margin``."""
+    if n_low == 0 or n_high == 0:
+        return 0.0
+    se = math.sqrt(max(rate * (1 - rate), 1e-12) * (1 / n_low + 1 / n_high))
+    return 1.0 - NormalDist().cdf(NormalDist().inv_cdf(1 - alpha) + margin / se)
