@@ -21,7 +21,7 @@ from envfactory.episode.runner import run_episode
 from envfactory.episode.types import Message
 from envfactory.policies.exploits import Shotgun
 from envfactory.tasks.types import AnswerKey, Task
-from envfactory.verify.answers import grade, kind_of
+from envfactory.verify.answers import Vocabulary, grade, grade_conversation, kind_of
 from envfactory.world.environment import DatabaseEnvironment as Environment
 
 _IDS = re.compile(r"\b[A-Z]{2,}-\d{3,}\b")
@@ -253,3 +253,41 @@ def test_property_one_value_passes_two_fail(pair: tuple[Any, Any], style: int, f
     both = [_render(answer, style), _render(other, style)]
     listed = f"It is {' or '.join(both if first else both[::-1])}."
     assert grade(listed, [answer])[0] == 0.0, listed
+
+
+def test_a_fractional_answer_beside_whole_numbers_is_one_of_many() -> None:
+    """Issue 42: the agent cannot know the answer's shape, so whole numbers are candidates of
+    a fractional answer too (hr's dump "2026, 10, 2, 25, 16.50" earned 1.0); money marks
+    still tell an amount from a quantity."""
+    assert grade("10, 2, 25, 16.50", [16.5])[0] == 0.0
+    assert grade("You have 16.50 days left out of 25.", [16.5])[0] == 0.0
+    assert grade("You have 16.50 days left.", [16.5])[0] == 1.0
+    assert grade("2 items, $45.20 in all.", [45.2])[0] == 1.0
+    assert grade("It is 16.50 and 3.", [16.5, 3])[0] == 1.0
+
+
+def test_a_word_answer_has_every_name_of_the_world_as_a_candidate() -> None:
+    """Issue 42: a reply naming the row it looked up (the speaker and the company) names two
+    names, whichever column was asked about; few-valued columns (statuses) are no names."""
+    vocabulary = Vocabulary(
+        {
+            "speakers.name": [f"Speaker {c}" for c in "ABCDEFG"],
+            "speakers.company": ["Acme", "Globex", "Initech"],
+            "talks.status": ["scheduled", "cancelled"],
+        }
+    )
+    key = vocabulary.key("Which company is the speaker of the keynote with?", ["Globex"])
+    assert grade("Globex.", ["Globex"], key)[0] == 1.0
+    assert grade("Globex (the talk is scheduled).", ["Globex"], key)[0] == 1.0
+    assert grade("Speaker B, Globex.", ["Globex"], key)[0] == 0.0
+
+
+def test_a_conversation_is_read_together() -> None:
+    """Values said in earlier messages are candidates; what the user said may be repeated;
+    without a final reply there is no answer."""
+    said = ["Shall I go ahead with 41?", "The answer: 42."]
+    assert grade_conversation(said[-1], said, [], [42])[0] == 0.0
+    assert grade_conversation(said[-1], said[1:], [], [42])[0] == 1.0
+    heard = ["Sure: my booking number is 41."]
+    assert grade_conversation(said[-1], said, heard, [42])[0] == 1.0
+    assert grade_conversation(None, said, [], [42])[0] == 0.0

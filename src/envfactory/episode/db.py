@@ -34,6 +34,8 @@ class DatabaseEpisode(ToolEpisode):
         self.done = False
         self.status: EpisodeStatus = "truncated"
         self.reply: str | None = None
+        self.to_user: list[str] = []  # every message the agent sent, the final reply last
+        self.from_user: list[str] = []  # what the user said back
         self.user: UserSimulator | None = None
         self.disclosed: set[str] = set()
         self.tool_calls = 0
@@ -55,6 +57,7 @@ class DatabaseEpisode(ToolEpisode):
         self.done = False
         self.status = "truncated"
         self.reply = None
+        self.to_user, self.from_user = [], []
         self._close_user()
         self.user = make_user(self.config.user)
         self.disclosed = set()
@@ -75,6 +78,7 @@ class DatabaseEpisode(ToolEpisode):
     # -- acting ------------------------------------------------------------------------------
 
     def _message(self, msg: Message) -> Observation:
+        self.to_user.append(msg.content)
         if msg.final:
             self.reply = msg.content
             return self._end()
@@ -85,6 +89,7 @@ class DatabaseEpisode(ToolEpisode):
         )
         answer = self.user.reply(msg.content, situation)
         self.disclosed |= set(answer.facts)
+        self.from_user.append(answer.text)
         if answer.stop:
             self.reply = msg.content
             self.done, self.status = True, "completed"
@@ -151,4 +156,6 @@ class DatabaseEpisode(ToolEpisode):
             self.state_hash(),
             self.disclosed,
             self.env.rubric,
+            said=self.to_user,
+            heard=self.from_user,
         )

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from envfactory.env import Environment
 from envfactory.episode.base import Episode
 from envfactory.episode.types import ToolCall
+from envfactory.policies.dumps import dump_policies
 from envfactory.policies.exploits import (
     LONG_REPLY,
     TRICKS,
@@ -62,6 +63,7 @@ def exploit_policies(env: Environment) -> list[Policy]:
         Shotgun(),
         Shotgun(chars=LONG_REPLY),
         FuzzArguments(),
+        *dump_policies(writes),
     ]
     if writes:
         out.append(MassWrites(writes))
@@ -139,6 +141,7 @@ def attack(env: Environment, tasks: Sequence[Task], held_out: Sequence[Task]) ->
                 _close(episode)
                 episode = env.episode()
             did_the_work &= policy.name != ReplayTrain.name  # a replayed plan is the leak
+            did_the_work &= not getattr(policy, "uses_gold_reads", False)  # work by design
             worked[policy.name] += did_the_work
             rewards[policy.name].append(0.0 if did_the_work else reward or 0.0)
     _close(episode)

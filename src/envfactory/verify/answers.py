@@ -12,8 +12,10 @@ The rule: for each kind asked for, the reply may name no more distinct values of
 answers of that kind were asked for; values the request itself names do not count (repeating
 the question is not a guess). A reply that names more earns nothing for its answers, whatever
 its format: a list of candidates is no answer. Otherwise the score is the fraction of expected
-answers given. A fractional number (45.20) can only be matched by fractional numbers, so only
-those are its candidates; a whole one (45) has every number as a candidate.
+answers given. Candidates are what the agent could mean as the answer without knowing its
+shape: every number the reply names is a candidate for a number answer, whole (45) or
+fractional (45.20) alike, and a word answer's candidates are its column's values and every
+name the world holds (:meth:`Vocabulary.key`), not only the values of its own column.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ _ISO_DATE_TIME = re.compile(
 )
 _CLOCK = re.compile(r"^([01]?\d|2[0-3]):[0-5]\d$")
 _NUMERIC = re.compile(r"^-?\d+(?:\.\d+)?$")
-_WIDER: dict[Kind, Kind] = {"fraction": "number"}  # every fractional number is a number
+_COUNTED_AS: dict[Kind, Kind] = {"fraction": "number"}  # candidates are counted as numbers
 
 
 def kind_of(expected: Any) -> Kind:
@@ -82,10 +84,8 @@ class _Reading:
         kind, whose shapes say what a code looks like; ``names``: for words, the phrases a
         word answer is told apart from, normalised and ordered by
         :func:`~envfactory.verify.mentions.longest_first`)."""
-        if kind == "number":
+        if kind == "number":  # fractional answers too: 16.50 is one of "10, 25, 16.50"
             return set(self.amounts.of_answers(map(float, expected)))
-        if kind == "fraction":
-            return set(self.amounts.fractional())
         if kind == "date":
             return set(self.days)
         if kind == "time":
@@ -156,6 +156,29 @@ def grade(
     return sheet.grade(_read(reply))
 
 
+def grade_conversation(
+    reply: str | None,
+    said: Sequence[str],
+    heard: Sequence[str],
+    expected: Sequence[Any],
+    key: AnswerKey | None = None,
+) -> tuple[float, str]:
+    """:func:`grade` of an episode's answers: the final ``reply`` is what commits the agent,
+    and everything it ``said`` to the user (the reply among it) is read together, so values
+    spread over several messages are as many candidates as one message listing them; what
+    the user said back (``heard``) the agent may repeat, as it may the request. Each message
+    is bounded as a reply is. No final reply: no answer."""
+    if reply is None or not expected:
+        return grade(reply, expected, key)
+    messages = list(said) or [reply]
+    if any(len(text) > MAX_REPLY_CHARS for text in messages):
+        return 0.0, f"a message is longer than {MAX_REPLY_CHARS} characters"
+    if heard:
+        key = key or AnswerKey()
+        key = key.model_copy(update={"request": "\n".join([key.request, *heard])})
+    return grade("\n".join(messages), expected, key, max_chars=None)
+
+
 @dataclass(frozen=True, slots=True)
 class _Kind:
     """One kind of answer asked for: its answers, the phrases a word answer is told apart
@@ -204,15 +227,20 @@ def _sheet(typed: tuple[tuple[type, Any], ...], request: str, words: tuple[str, 
     expected = [e for _, e in typed]
     asked = _Reading.of(request)
     # Distinct values by kind: two questions with the same answer are answered by one value.
-    counts = Counter(kind for kind, _ in {(kind_of(e), comparable(e)) for e in expected})
+    counts = Counter(kind for kind, _ in {(_counted(e), comparable(e)) for e in expected})
     kinds: dict[Kind, _Kind] = {}
-    for kind in counts:
-        of_kind = [e for e in expected if kind_of(e) == kind]
+    for kind, allowed in counts.items():
+        of_kind = [e for e in expected if _counted(e) == kind]
         names = m.longest_first(m.norm(w) for w in (*words, *map(str, of_kind)))
         excused = asked.candidates(kind, of_kind, names) | _embedded(kind, of_kind, expected, names)
-        allowed = sum(n for k, n in counts.items() if k == kind or _WIDER.get(k) == kind)
         kinds[kind] = _Kind(tuple(of_kind), names, allowed, frozenset(excused))
     return _Sheet(tuple((e, kind_of(e), comparable(e)) for e in expected), kinds)
+
+
+def _counted(expected: Any) -> Kind:
+    """The kind whose candidates ``expected`` is counted among (a fraction: the numbers)."""
+    kind = kind_of(expected)
+    return _COUNTED_AS.get(kind, kind)
 
 
 @lru_cache(maxsize=4)
@@ -231,15 +259,20 @@ def _embedded(
     own: list[str] = []
     others: list[str] = []
     for e in expected:
-        counted = kind_of(e) == kind or _WIDER.get(kind_of(e)) == kind
-        (own if counted else others).append(str(e))
+        (own if _counted(e) == kind else others).append(str(e))
     held = _Reading.of(" ".join(others)).candidates(kind, of_kind, names)
     return held - _Reading.of(" ".join(own)).candidates(kind, of_kind, names)
 
 
+NAME_COLUMN_MIN = 6  # distinct words a column holds to be a column of names
+
+
 class Vocabulary:
     """The string values of a world's columns: a word answer's candidates are the values of
-    the columns that hold it (a speaker's name: every speaker's name)."""
+    the columns that hold it (a speaker's name: every speaker's name) and every name the
+    world holds (the words of each column of at least ``NAME_COLUMN_MIN`` distinct words:
+    people, companies, titles, cities), so a reply that names the whole row it looked up
+    names many candidates, whichever column the question asked about."""
 
     def __init__(self, columns: Mapping[str, Iterable[Any]]) -> None:
         self.columns = {
@@ -250,12 +283,15 @@ class Vocabulary:
         for name, values in self.columns.items():
             for value in values:
                 self.holding.setdefault(value, []).append(name)
+        words = ({v for v in vs if kind_of(v) == "word"} for vs in self.columns.values())
+        self.names = frozenset().union(*(w for w in words if len(w) >= NAME_COLUMN_MIN))
 
     def key(self, request: str, answers: Sequence[Any]) -> AnswerKey:
         """The answer key of a task that asks ``request`` and expects ``answers``."""
         words: set[str] = set()
         for answer in answers:
             if kind_of(answer) == "word":
+                words |= self.names
                 for column in self.holding.get(m.norm(str(answer)), ()):
                     words |= self.columns[column]
         return AnswerKey(request=request, words=sorted(words))

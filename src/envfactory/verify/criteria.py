@@ -20,7 +20,7 @@ from envfactory.domain.spec import RUBRIC_FACTS, DomainSpec, RubricItemSpec, Wri
 from envfactory.episode.types import CallRecord
 from envfactory.errors import DomainError
 from envfactory.tasks.types import HiddenTask
-from envfactory.verify.answers import grade
+from envfactory.verify.answers import grade_conversation
 from envfactory.verify.rubric import Criterion, Judgement, Min, Node, Product, Rubric, WeightedSum
 from envfactory.verify.rubric import Gate as GateNode
 from envfactory.world.state import RowChange
@@ -38,10 +38,14 @@ class Evidence:
     violations: Sequence[str]
     write_tools: frozenset[str]
     disclosed: frozenset[str] = field(default_factory=frozenset)
+    said: Sequence[str] = ()  # every message to the user (the final reply last); () : the reply
+    heard: Sequence[str] = ()  # what the user said back
 
     @cached_property
     def answer(self) -> tuple[float, str]:
-        return grade(self.reply, self.task.answers, self.task.answer_key)
+        return grade_conversation(
+            self.reply, self.said, self.heard, self.task.answers, self.task.answer_key
+        )
 
     @property
     def writes(self) -> int:

@@ -120,9 +120,6 @@ class Amounts:
     values: frozenset[float]
     years: frozenset[float] = frozenset()  # bare numbers from 1900 to 2100: amounts if asked
 
-    def fractional(self) -> frozenset[float]:
-        return frozenset(v for v in self.values if not float(round(v, 2)).is_integer())
-
     def of_answers(self, expected: Iterable[float]) -> frozenset[float]:
         """The values that could answer ``expected``: bare year-like numbers too when one of
         those answers is itself such a number (a count of 1966 is said "1966")."""

@@ -70,9 +70,12 @@ def verdict(
     state_hash: str,
     disclosed: set[str] | frozenset[str] = frozenset(),
     rubric: Rubric[Evidence] | None = None,
+    said: Sequence[str] = (),
+    heard: Sequence[str] = (),
 ) -> Verdict:
     """Score an episode with ``rubric`` (the default one when None). Faults that are not the
-    agent's get no reward at all."""
+    agent's get no reward at all. ``said``: every message the agent sent the user (its
+    answers are read from all of them together); ``heard``: what the user said back."""
     if status in ("env_error", "infra_error"):
         item = RubricItem(name="fault", kind="gate", weight=0, score=0, reason=status)
         return Verdict(reward=None, status=status, items=[item], state_hash=state_hash)
@@ -82,6 +85,8 @@ def verdict(
         state=match_state(task.target, changes),
         log=log,
         reply=reply,
+        said=tuple(said),
+        heard=tuple(heard),
         violations=rules.violations(log, changes),
         write_tools=write_tools,
         disclosed=frozenset(disclosed),
