@@ -7,7 +7,7 @@ from pathlib import Path
 from mutants import mutant, tasks_of
 
 import envfactory
-from envfactory.quality.search.leaks import AnswerInRequest, ListedTarget, generic_calls, stated_in
+from envfactory.quality.search.leaks import AnswerInRequest, ListedTarget, generic_calls
 
 DUE = "When is {ref:anchor} due back?"
 # A read tool with no parameters listing lines whose APN no seeded line has: the rows a
@@ -21,11 +21,6 @@ ODD_APNS = """  - name: list_odd_apn_lines
 
   - name: reset_apn
 """
-
-
-def test_stated_in_reads_the_answer_as_the_grader_does() -> None:
-    assert stated_in("It came to 191.76 I think.", 191.76)
-    assert not stated_in("What is the total of order ORD-00191?", 191)
 
 
 def test_an_answer_in_the_request_is_found(tmp_path: Path) -> None:

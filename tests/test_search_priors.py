@@ -7,7 +7,8 @@ from pathlib import Path
 from mutants import mutant
 
 import envfactory
-from envfactory.quality.search.priors import PriorGuess, answer_counts, prior_searches
+from envfactory.quality.search.priors import PriorGuess, pool, prior_searches
+from envfactory.tasks.answer_balance import answers_by_template
 
 TOTAL = 'answer: "money(sum(i.quantity * i.unit_price for i in items))"'
 
@@ -21,7 +22,8 @@ def _questions(env: envfactory.Environment, split: str = "train") -> list[envfac
 def test_a_template_answered_by_one_value_pays_its_mode_and_the_constant(tmp_path: Path) -> None:
     env = mutant(tmp_path, "retail", TOTAL, 'answer: "True"')  # every total is "yes"
     tasks = _questions(env)
-    assert answer_counts(env, "train", per_cell=10)["order_total"].most_common(1)[0][0] is True
+    counts = answers_by_template(pool(env, "train", per_cell=10))
+    assert counts["order_total"].most_common(1)[0][0] is True
     for guess, paid in (("mode_train", 1.0), ("yes", 1.0), ("no", 0.0), ("1", 0.0)):
         assert PriorGuess(guess, per_cell=10).rewards(env, tasks) == [paid] * len(tasks), guess
 

@@ -47,3 +47,34 @@ def test_neighbour_is_a_row_id_one_off() -> None:
     assert neighbour("ORD-00124") == "ORD-00123"
     assert neighbour("ORD-00001") == "ORD-00002"
     assert neighbour("no_longer_needed") == "no_longer_needed"
+
+
+CLOSE_ORDER = """  - name: close_order
+    kind: write
+    description: Close an order.
+    params:
+      order_id: {description: "Order id, like ORD-00001."}
+      reason: {description: Why., enum: [no_longer_needed, ordered_by_mistake, found_better_price]}
+    load: {order: "orders[order_id]"}
+    effects:
+      - update: order
+        set: {status: cancelled, cancel_reason: "=reason"}
+
+  - name: update_shipping_city
+"""
+
+
+def test_a_second_write_to_the_guarded_fields_detours_round_the_rule(tmp_path: Path) -> None:
+    """close_order sets what cancel_order sets, and no rule demands a look-up before it."""
+    env = mutant(tmp_path, "retail", "  - name: update_shipping_city\n", CLOSE_ORDER)
+    tasks = tasks_of(env, "cancel_order")
+    search = RuleBypass("detour")
+    plan = search.plan(env, tasks[0])
+    assert plan is not None and [s.tool for _, s in plan] == ["close_order"]
+    assert search.rewards(env, tasks) == [1.0] * len(tasks)
+
+
+def test_a_sound_world_has_no_detour() -> None:
+    env = envfactory.make("retail")
+    tasks = tasks_of(env, "cancel_order")
+    assert all(RuleBypass("detour").plan(env, t) is None for t in tasks)

@@ -2,9 +2,10 @@
 
 Two leaks, each scored per task:
 
-- ``answer_in_request``: the request states the answer it asks for (in digits, words or
-  another format the grader reads). A finding, not a played exploit: a task scores the share
-  of its answers its instruction states, whether or not a policy would find them.
+- ``answer_in_request``: the request states the answer it asks for, in any form
+  (:func:`~envfactory.verify.spoken.stated_in`: digits, words, units, spacing). A finding,
+  not a played exploit: a task scores the share of its answers its instruction states,
+  whether or not a policy would find them.
 - ``listed_target``: a read tool called with no value from the instruction (no arguments, or
   only a schema's enum values) lists a row the task must change (its target, or a row its
   setup broke). The exploit plays "the first row such a listing shows": the generic reads,
@@ -24,16 +25,11 @@ from envfactory.env import Environment
 from envfactory.policies.scripted import write_tools
 from envfactory.quality.search.script import Player, Step, gold_steps
 from envfactory.tasks.types import PlanStep, Task
-from envfactory.verify.answers import gives
+from envfactory.verify.spoken import stated_in
 
 _ROW_ID = re.compile(r"\b([A-Z][A-Z0-9]*-)\d+\b")
 MAX_GENERIC = 12  # generic read calls per task
 MAX_ENUM = 6  # values tried of an enum parameter
-
-
-def stated_in(text: str, answer: Any) -> bool:
-    """Whether ``text`` states ``answer`` as the grader would read it in a reply."""
-    return gives(text, answer)
 
 
 class AnswerInRequest:

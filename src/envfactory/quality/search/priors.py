@@ -26,37 +26,42 @@ MODE = "mode"
 PER_CELL = 30  # tasks of each (split, difficulty) the answer counts are taken from
 
 
-def answer_counts(
-    env: Environment, split: Split, per_cell: int = PER_CELL
-) -> dict[str, Counter[Any]]:
-    """Each goal template's answers (as graded), over the first ``per_cell`` tasks of each
-    difficulty of ``split``."""
-    return answers_by_template(t for d in env.difficulties for t in cell(env, split, d, per_cell))
+def pool(env: Environment, split: Split, per_cell: int = PER_CELL) -> list[Task]:
+    """The first ``per_cell`` tasks of each difficulty of ``split``: where a mode is counted."""
+    return [t for d in env.difficulties for t in cell(env, split, d, per_cell)]
 
 
 class PriorGuess:
-    """One fixed guess: ``mode_<split>`` (the template's most frequent answer in that split),
+    """One fixed guess: ``mode_<split>`` (the template's most frequent answer in that split,
+    the task's own answers left out of the count: a value asked once is no prior),
     ``first_word`` or one of :data:`CONSTANTS`."""
 
     def __init__(self, guess: str, per_cell: int = PER_CELL) -> None:
         self.guess = guess
         self.per_cell = per_cell
         self.name = f"prior_{guess}"
-        self._modes: dict[str, dict[str, Any]] = {}  # env id -> template -> its mode
+        self._counts: dict[str, tuple[dict[str, Counter[Any]], set[str]]] = {}  # by env id
 
     def applies(self, env: Environment) -> bool:
-        return any(t.hidden.answers for t in cell(env, "train", env.difficulties[-1], 10))
+        return any(t.hidden.answers for d in env.difficulties for t in cell(env, "train", d, 10))
+
+    def _mode(self, env: Environment, task: Task, template: str) -> Any:
+        if env.id not in self._counts:
+            split = next(s for s in SPLITS if self.guess == f"{MODE}_{s}")
+            tasks = pool(env, split, self.per_cell)
+            self._counts[env.id] = answers_by_template(tasks), {t.task_id for t in tasks}
+        counts, pooled = self._counts[env.id]
+        seen = Counter(counts.get(template, Counter()))
+        if task.task_id in pooled:
+            seen.subtract(answers_by_template([task]).get(template, Counter()))
+        best = [(v, n) for v, n in seen.most_common(1) if n > 0]
+        return _said(best[0][0]) if best else None
 
     def values(self, env: Environment, task: Task) -> list[Any]:
         """What the guess replies to ``task`` (nothing where it has no guess)."""
         hidden = task.hidden
         if self.guess.startswith(MODE):
-            if env.id not in self._modes:
-                split = next(s for s in SPLITS if self.guess == f"{MODE}_{s}")
-                counts = answer_counts(env, split, self.per_cell)
-                self._modes[env.id] = {g: c.most_common(1)[0][0] for g, c in counts.items()}
-            modes = self._modes[env.id]
-            return list(dict.fromkeys(_said(modes.get(g)) for g in hidden.answer_goals))
+            return list(dict.fromkeys(self._mode(env, task, g) for g in hidden.answer_goals))
         if self.guess == FIRST_WORD:
             return hidden.answer_key.words[:1]
         return [self.guess]

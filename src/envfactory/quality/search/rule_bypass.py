@@ -7,6 +7,9 @@ its gold plan makes the demanded call before the write it guards. The bypass pla
 the gold plan and its reply:
 
 - ``rule_skip``: without the demanded calls;
+- ``rule_detour``: without the demanded calls, and each write they guard made with another
+  write tool that sets the same fields of the same row and that no rule guards so (a
+  ``prior_call`` names one tool: a second path to the same fields skips it);
 - ``rule_mismatch``: with each demanded call made on a neighbouring row (the id one off), so
   a check that a look-up came first but not that it looked up the same row pays (a demanded
   call with no row id in its arguments is not in play).
@@ -22,13 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from envfactory.domain.spec import DomainSpec
+from envfactory.domain.spec import ActionSpec, DomainSpec
 from envfactory.env import Environment
 from envfactory.policies.scripted import write_tools
 from envfactory.quality.search.script import Player, Step, gold_steps
-from envfactory.tasks.types import Task
+from envfactory.tasks.types import PlanStep, Task
 
-Mode = Literal["skip", "mismatch"]
+Mode = Literal["skip", "mismatch", "detour"]
 _ROW_ID = re.compile(r"^([A-Z][A-Z0-9]*-)(\d+)$")
 
 
@@ -42,10 +45,15 @@ class Demand:
     match: tuple[tuple[str, str], ...] = ()
 
 
+def _spec(env: Environment) -> DomainSpec | None:
+    spec = getattr(env, "spec", None)
+    return spec if isinstance(spec, DomainSpec) else None
+
+
 def demands(env: Environment) -> list[Demand]:
     """The calls ``env``'s rules demand before writes."""
-    spec = getattr(env, "spec", None)
-    if not isinstance(spec, DomainSpec):
+    spec = _spec(env)
+    if spec is None:
         return []
     reads = {a.name for a in spec.actions if a.kind == "read"}
     out: list[Demand] = []
@@ -77,6 +85,56 @@ def demanded_steps(task: Task, rules: Sequence[Demand], writes: set[str]) -> lis
     ]
 
 
+_LOADED = re.compile(r"^(\w+)\[(\w+)\]\??$")
+
+
+def _updates(action: ActionSpec) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The rows ``action`` updates: entity -> (the parameter naming the row, {field: value})."""
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    for effect in action.effects:
+        source = action.load.get(effect.update or "")
+        match = _LOADED.match(source) if isinstance(source, str) else None
+        if match and match.group(2) in action.params:
+            entity, key = match.groups()
+            out.setdefault(entity, (key, {}))[1].update(effect.set)
+    return out
+
+
+def detour(spec: DomainSpec, step: PlanStep, task: Task, guarded: set[str]) -> PlanStep | None:
+    """``step`` made with another write tool, outside ``guarded``, that sets every field
+    ``step``'s tool sets on the same row; its other parameters take ``step``'s values of the
+    same name, or the target's values of the fields they set. None where there is none."""
+    mine = _updates(spec.action(step.tool))
+    if len(mine) != 1:
+        return None
+    ((entity, (key, fields)),) = mine.items()
+    row = step.arguments.get(key)
+    after = next((c.after or {} for c in task.hidden.target if c.id == row), {})
+    for other in spec.actions:
+        theirs = _updates(other).get(entity)
+        if other.name in guarded or other.name == step.tool or theirs is None:
+            continue
+        their_key, their_fields = theirs
+        if not set(fields) <= set(their_fields):
+            continue
+        field_of = {
+            v[1:]: f
+            for f, v in their_fields.items()
+            if isinstance(v, str) and v[1:] in other.params
+        }
+        args: dict[str, Any] = {}
+        for name, param in other.params.items():
+            value = row if name == their_key else step.arguments.get(name)
+            value = after.get(field_of.get(name, ""), value) if value is None else value
+            if value is not None:
+                args[name] = value
+            elif param.required:
+                break
+        else:
+            return PlanStep(tool=other.name, arguments=args)
+    return None
+
+
 def neighbour(value: Any) -> Any:
     """A row id one off (``ORD-00124`` → ``ORD-00123``; the first → the second)."""
     match = _ROW_ID.match(value) if isinstance(value, str) else None
@@ -105,6 +163,8 @@ class RuleBypass:
             return None
         if self.mode == "skip":
             return [(i, s) for i, s in gold_steps(task) if i not in demanded]
+        if self.mode == "detour":
+            return self._detour(env, task, demanded)
         moved = [
             (
                 i,
@@ -118,6 +178,19 @@ class RuleBypass:
         ]
         return None if moved == gold_steps(task) else moved  # no row id to move: not in play
 
+    def _detour(self, env: Environment, task: Task, demanded: set[int]) -> list[Step] | None:
+        spec = _spec(env)
+        assert spec is not None  # a world with demands is a domain's
+        guarded = {d.write for d in demands(env) if d.write}
+        out: list[Step] = []
+        moved = False
+        for i, step in gold_steps(task):
+            other = detour(spec, step, task, guarded) if step.tool in guarded else None
+            moved |= other is not None
+            if i not in demanded:
+                out.append((i, other or step))
+        return out if moved else None
+
     def rewards(self, env: Environment, tasks: Sequence[Task]) -> list[float]:
         player = Player(env)
         out = []
@@ -129,5 +202,5 @@ class RuleBypass:
 
 
 def rule_searches() -> list[RuleBypass]:
-    """Both rule bypasses."""
-    return [RuleBypass("skip"), RuleBypass("mismatch")]
+    """Every rule bypass."""
+    return [RuleBypass("skip"), RuleBypass("detour"), RuleBypass("mismatch")]

@@ -47,6 +47,7 @@ class Player:
     def __init__(self, env: Environment) -> None:
         self.env = env
         self.episode: Episode | None = None
+        self.voided: list[str] = []  # the tasks whose episode the agent's input voided
 
     def reward(self, task: Task, steps: Sequence[Step], answers: Sequence[Any] = ()) -> float:
         """What ``steps`` then a reply giving ``answers`` earn on ``task``."""
@@ -56,6 +57,7 @@ class Player:
             self.episode = self.env.episode()
         reward = play(self.env, task, Plan(steps, answers), self.episode)
         if reward is None:
+            self.voided.append(task.task_id)
             self.close()
         return reward or 0.0
 
