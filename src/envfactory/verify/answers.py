@@ -34,7 +34,7 @@ Kind = Literal["yes/no", "number", "fraction", "date", "time", "code", "word"]
 MAX_REPLY_CHARS = 2000
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 # A date-time (``2024-12-15T18:57:00Z``) is answered by its day and its clock time.
-_ISO_DATE_TIME = re.compile(
+ISO_DATE_TIME = re.compile(
     r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?$"
 )
 _CLOCK = re.compile(r"^([01]?\d|2[0-3]):[0-5]\d$")
@@ -51,7 +51,7 @@ def kind_of(expected: Any) -> Kind:
     if isinstance(expected, (int, float)):
         return "number" if float(round(expected, 2)).is_integer() else "fraction"
     text = str(expected).strip()
-    if _ISO_DATE.match(text) or _ISO_DATE_TIME.match(text):
+    if _ISO_DATE.match(text) or ISO_DATE_TIME.match(text):
         return "date"
     if _CLOCK.match(text):
         return "time"
@@ -104,7 +104,7 @@ class _Reading:
             return self.amounts.has(float(expected))
         if kind == "date":
             text = str(expected).strip()
-            stamp = _ISO_DATE_TIME.match(text)
+            stamp = ISO_DATE_TIME.match(text)
             day = m.date_of(stamp.group(1) if stamp else text)
             said_day = any(m.same_day(day, said) for said in self.days)
             return said_day and (stamp is None or m.time_of(stamp.group(2)) in self.times)

@@ -1,0 +1,70 @@
+"""The leak scan's reader (issue 42): an answer written in a request in any form is found."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from envfactory.verify.spoken import digits_of, stated_in
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("It should come to 12 point 5 GB, right?", 12.5),
+        ("twelve and a half days", 12.5),
+        ("twelve point five", 12.5),
+        ("about 12 .5 gb", 12.5),
+        ("about 12. 5 gb", 12.5),
+        ("one hundred and five items", 105),
+        ("Is it twelve?", 12),
+        ("$1,200.50 in all", 1200.5),
+        ("1 200 euros", 1200),
+        ("12,5 kg", 12.5),
+        ("forty-two dollars", 42.0),
+        ("two thousand three hundred", 2300),
+        ("on June nineteenth, 2026", "2026-06-19"),
+        ("on 2026 - 06 - 19", "2026-06-19"),
+        ("19 June", "2026-06-19"),
+        ("06/19/2026 at 6:57 pm", "2026-06-19T18:57:00Z"),
+        ("at half past nine or 9:30", "09:30"),
+        ("order ORD - 00062", "ORD-00062"),
+        ("seat 29 b", "29B"),
+        ("tracking 2005 3786 6304", 200537866304),
+        ("the Russo Brooks account", "Russo-Brooks"),
+    ],
+)
+def test_an_answer_in_any_form_is_stated(text: str, answer: object) -> None:
+    assert stated_in(text, answer), (text, answer)
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("order ORD-00062 placed 2026-06-19", 62),  # digits of an id or a date are no amount
+        ("order ORD-00062 placed 2026-06-19", 19),
+        ("twelve items", 12.5),
+        ("seat 29B", "29C"),
+        ("the Russo-Brooks account", "Brooks Group"),
+        ("Did it ship?", True),
+        ("on June 18", "2026-06-19"),
+        ("2026-06-19 at 9:00", "2026-06-19T18:57:00Z"),
+    ],
+)
+def test_other_values_are_not_the_answer(text: str, answer: object) -> None:
+    assert not stated_in(text, answer), (text, answer)
+
+
+def test_number_words_become_digits() -> None:
+    assert digits_of("one hundred and five and twelve point five") == "105 and 12.5"
+
+
+def test_it_is_fast_enough_for_every_answer_of_every_task() -> None:
+    """A leak scan calls it for each answer of thousands of tasks: one text is read once."""
+    texts = [f"Balance of account ACC-{i:05d} on June {i % 28 + 1}?" for i in range(500)]
+    start = time.perf_counter()
+    for text in texts:
+        for answer in (12.5, "2026-06-19", "ORD-00062", "Russo-Brooks", 7):
+            stated_in(text, answer)
+    assert time.perf_counter() - start < 1.0
