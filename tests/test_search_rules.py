@@ -70,7 +70,7 @@ def test_a_second_write_to_the_guarded_fields_detours_round_the_rule(tmp_path: P
     tasks = tasks_of(env, "cancel_order")
     search = RuleBypass("detour")
     plan = search.plan(env, tasks[0])
-    assert plan is not None and [s.tool for _, s in plan] == ["close_order"]
+    assert plan is not None and [s.tool for _, s in plan[0]] == ["close_order"]
     assert search.rewards(env, tasks) == [1.0] * len(tasks)
 
 

@@ -14,8 +14,10 @@ the gold plan and its reply:
   a check that a look-up came first but not that it looked up the same row pays (a demanded
   call with no row id in its arguments is not in play).
 
-Each earns only where the world lets the write past the rule and the verdict does not notice;
-a task with no rule in play scores 0 without an episode.
+Each scores what the writes got past the rule add to the plan's reward (the plan's reward less
+that of the same plan without those writes, so other sub-goals' work is not counted): it earns
+only where the world lets the write past the rule and the verdict does not notice. A task with
+no rule in play scores 0 without an episode.
 """
 
 from __future__ import annotations
@@ -67,22 +69,25 @@ def demands(env: Environment) -> list[Demand]:
     return out
 
 
-def demanded_steps(task: Task, rules: Sequence[Demand], writes: set[str]) -> list[int]:
-    """Indices of the gold steps that satisfy a rule: a demanded call before a write it
-    guards."""
+def in_play(task: Task, rules: Sequence[Demand], writes: set[str]) -> tuple[set[int], set[int]]:
+    """The gold steps a rule puts in play: the demanded calls, and the writes they guard
+    (indices into the gold plan)."""
     plan = task.hidden.gold_plan
-    return [
-        i
-        for i, step in enumerate(plan)
-        if any(
-            step.tool == d.needs
-            and any(
-                later.tool == d.write if d.write else later.tool in writes
-                for later in plan[i + 1 :]
-            )
-            for d in rules
-        )
-    ]
+    demanded: set[int] = set()
+    guarded: set[int] = set()
+    for i, step in enumerate(plan):
+        for d in rules:
+            if step.tool != d.needs:
+                continue
+            later = {
+                j
+                for j in range(i + 1, len(plan))
+                if (plan[j].tool == d.write if d.write else plan[j].tool in writes)
+            }
+            if later:
+                demanded.add(i)
+                guarded |= later
+    return demanded, guarded
 
 
 _LOADED = re.compile(r"^(\w+)\[(\w+)\]\??$")
@@ -156,13 +161,14 @@ class RuleBypass:
     def applies(self, env: Environment) -> bool:
         return bool(demands(env))
 
-    def plan(self, env: Environment, task: Task) -> list[Step] | None:
-        """The bypass plan of ``task``, or None where no rule is in play."""
-        demanded = set(demanded_steps(task, demands(env), write_tools(env.tools("mcp"))))
+    def plan(self, env: Environment, task: Task) -> tuple[list[Step], set[int]] | None:
+        """The bypass plan of ``task`` and the gold indices of the writes it gets past a rule,
+        or None where no rule is in play."""
+        demanded, guarded = in_play(task, demands(env), write_tools(env.tools("mcp")))
         if not demanded:
             return None
         if self.mode == "skip":
-            return [(i, s) for i, s in gold_steps(task) if i not in demanded]
+            return [(i, s) for i, s in gold_steps(task) if i not in demanded], guarded
         if self.mode == "detour":
             return self._detour(env, task, demanded)
         moved = [
@@ -176,29 +182,44 @@ class RuleBypass:
             else (i, s)
             for i, s in gold_steps(task)
         ]
-        return None if moved == gold_steps(task) else moved  # no row id to move: not in play
+        if moved == gold_steps(task):
+            return None  # no row id to move: not in play
+        return moved, guarded
 
-    def _detour(self, env: Environment, task: Task, demanded: set[int]) -> list[Step] | None:
+    def _detour(
+        self, env: Environment, task: Task, demanded: set[int]
+    ) -> tuple[list[Step], set[int]] | None:
         spec = _spec(env)
         assert spec is not None  # a world with demands is a domain's
         guarded = {d.write for d in demands(env) if d.write}
         out: list[Step] = []
-        moved = False
+        moved: set[int] = set()
         for i, step in gold_steps(task):
             other = detour(spec, step, task, guarded) if step.tool in guarded else None
-            moved |= other is not None
+            if other is not None:
+                moved.add(i)
             if i not in demanded:
                 out.append((i, other or step))
-        return out if moved else None
+        return (out, moved) if moved else None
 
     def rewards(self, env: Environment, tasks: Sequence[Task]) -> list[float]:
         player = Player(env)
         out = []
         for task in tasks:
-            steps = self.plan(env, task)
-            out.append(0.0 if steps is None else player.reward(task, steps, task.hidden.answers))
+            bypass = self.plan(env, task)
+            out.append(0.0 if bypass is None else _gain(player, task, *bypass))
         player.close()
         return out
+
+
+def _gain(player: Player, task: Task, steps: list[Step], past: set[int]) -> float:
+    """What the writes got past a rule add to the bypass plan's reward (the rest of the plan,
+    serving other sub-goals, earns its share either way)."""
+    answers = task.hidden.answers
+    reward = player.reward(task, steps, answers)
+    if reward <= 0.0:
+        return 0.0
+    return max(0.0, reward - player.reward(task, [s for s in steps if s[0] not in past], answers))
 
 
 def rule_searches() -> list[RuleBypass]:
