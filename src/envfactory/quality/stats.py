@@ -146,3 +146,21 @@ def gain_power(
         return 0.0
     se = math.sqrt(max(rate * (1 - rate), 1e-12) * (1 / n_low + 1 / n_high))
     return 1.0 - NormalDist().cdf(NormalDist().inv_cdf(1 - alpha) + margin / se)
+
+
+def catch_probability(
+    rate: float, first: int, cap: int, limit: float, alpha: float = ALPHA
+) -> float:
+    """The chance that a two-stage attack refuses an exploit paying (reward 1) on a share
+    ``rate`` of tasks: ``first`` episodes, then, where any of them paid, more up to ``cap`` in
+    all, refused by :func:`exceeds` against ``limit`` (exact binomial sums)."""
+    k = _smallest_refused(cap, limit, alpha)
+    rest = cap - first
+    return math.fsum(
+        _binomial_pmf(j, first, rate) * binomial_tail(k - j, rest, rate)
+        for j in range(1, first + 1)
+    )
+
+
+def _binomial_pmf(k: int, n: int, p: float) -> float:
+    return math.comb(n, k) * p**k * (1 - p) ** (n - k)

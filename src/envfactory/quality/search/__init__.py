@@ -7,6 +7,12 @@ on that task: a max over attempts is not something a policy can do in one episod
 adversary (:mod:`envfactory.quality.adversary`) runs every search that applies over an
 adaptive sample of tasks and refuses the world when a one-sided test
 (:mod:`envfactory.quality.stats`) says its mean reward is above ``EXPLOIT_MAX``.
+
+Voided episodes: after :meth:`Search.rewards`, a search may hold ``voided``, the ids of the
+tasks whose episodes the agent's input voided in that call (``env_error``, or an exception out
+of ``step()`` / ``evaluate()``); the adversary counts them with the exploit policies' (a search
+without the attribute voided none). :class:`~envfactory.quality.search.script.Player` keeps
+that list for the searches that play through it.
 """
 
 from __future__ import annotations
@@ -30,3 +36,23 @@ class Search(Protocol):
     def rewards(self, env: Environment, tasks: Sequence[Task]) -> list[float]:
         """The reward the search's exploit earns on each of ``tasks``, in order (0.0 where
         the agent's input voided the episode: voiding is counted by the adversary)."""
+
+
+def searches(env: Environment) -> list[Search]:
+    """Every search that applies to ``env``."""
+    from envfactory.quality.search.blind import InstructionBlind
+    from envfactory.quality.search.counterfactual import Counterfactual
+    from envfactory.quality.search.leaks import leak_searches
+    from envfactory.quality.search.priors import prior_searches
+    from envfactory.quality.search.rule_bypass import rule_searches
+    from envfactory.quality.search.sweep import SingleWriteSweep
+
+    found: list[Search] = [
+        InstructionBlind(),
+        SingleWriteSweep(),
+        Counterfactual(),
+        *rule_searches(),
+        *leak_searches(),
+        *prior_searches(),
+    ]
+    return [s for s in found if s.applies(env)]
