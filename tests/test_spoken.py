@@ -19,6 +19,8 @@ from envfactory.verify.spoken import digits_of, stated_in
         ("about 12. 5 gb", 12.5),
         ("one hundred and five items", 105),
         ("Is it twelve?", 12),
+        ("one hundred and one", 101),
+        ("the twenty-first", 21),
         ("$1,200.50 in all", 1200.5),
         ("1 200 euros", 1200),
         ("12,5 kg", 12.5),
@@ -48,6 +50,8 @@ def test_an_answer_in_any_form_is_stated(text: str, answer: object) -> None:
         ("seat 29B", "29C"),
         ("the Russo-Brooks account", "Brooks Group"),
         ("Did it ship?", True),
+        ("The first line answers it; commit one answer.", 1),  # research's boilerplate
+        ("Wait a second.", 2),
         ("on June 18", "2026-06-19"),
         ("2026-06-19 at 9:00", "2026-06-19T18:57:00Z"),
     ],

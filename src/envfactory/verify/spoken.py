@@ -82,6 +82,7 @@ _VALUE: dict[str, int] = {
     **{w: 10 * (i + 2) for i, w in enumerate(_TENTHS)},
 }
 _SCALE = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
+_ALONE = frozenset({"one", "first", "second"})  # a pronoun or an order, when said alone
 _FRACTION = {"half": 0.5, "quarter": 0.25}
 _FIRST = "|".join(sorted([*_VALUE, *_SCALE], key=len, reverse=True))
 _WORD = f"{_FIRST}|point"
@@ -99,8 +100,11 @@ _NUMBER = re.compile(
 
 def _run_digits(run: str) -> str:
     """A run of number words as digits; an "and" that follows no scale word ("five and
-    twelve") separates two numbers, one that does ("one hundred and five") joins."""
+    twelve") separates two numbers, one that does ("one hundred and five") joins. A word
+    that is mostly no number on its own ("commit one answer", "the first line") stays."""
     words = re.split(r"[\s-]+", run)
+    if len(words) == 1 and words[0] in _ALONE:
+        return run
     numbers: list[list[str]] = [[]]
     for i, w in enumerate(words):
         joins = i > 0 and (words[i - 1] in _SCALE or words[i + 1 : i + 2] in (["a"], ["one"]))
