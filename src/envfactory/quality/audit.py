@@ -145,9 +145,9 @@ def _graded(steps: dict[int, float], noisy: dict[int, list[float]]) -> Grading:
     Grading is refused on evidence: a level that gains over ``MAX_RISE`` on the level below,
     or a top level that is not ``MIN_FALL`` below the bottom, each at a level of ``ALPHA``
     shared by the tests (Bonferroni), so the check fails a graded world with probability at
-    most ``ALPHA`` whatever the sample's size. A small sample may lack the power to refuse a
-    flat curve; ``fall_power`` says how much it had. A single level (a fixed task list such
-    as tau2's) has nothing to grade."""
+    most about ``ALPHA`` (a z-test's approximation) whatever the sample's size. A small
+    sample may lack the power to refuse a flat curve; ``fall_power`` says how much it had.
+    A single level (a fixed task list such as tau2's) has nothing to grade."""
     levels = sorted(d for d, runs in noisy.items() if runs)
     if len(levels) < 2:
         return Grading()
