@@ -12,6 +12,14 @@ from envfactory.quality.search.leaks import AnswerInRequest, ListedTarget, gener
 DUE = "When is {ref:anchor} due back?"
 # A read tool with no parameters listing lines whose APN no seeded line has: the rows a
 # wrong_apn task's setup broke to internet2 or mms.meridian (half its broken values).
+ALL_LINES = """  - name: list_every_line
+    kind: read
+    description: Every line.
+    load:
+      found: {rows: lines, limit: 50}
+    returns: "=found"
+
+"""
 ODD_APNS = """  - name: list_odd_apn_lines
     kind: read
     description: Lines with an unusual APN.
@@ -40,7 +48,8 @@ def test_a_sound_request_states_no_answer() -> None:
 
 
 def test_a_generic_listing_of_the_broken_row_pays(tmp_path: Path) -> None:
-    env = mutant(tmp_path, "helpdesk", "  - name: reset_apn\n", ODD_APNS)
+    """A listing of every line, called first, does not hide the short one."""
+    env = mutant(tmp_path, "helpdesk", "  - name: reset_apn\n", ALL_LINES + ODD_APNS)
     assert any(c.tool == "list_odd_apn_lines" for c in generic_calls(env))
     tasks = tasks_of(env, "wrong_apn", n=12)
     rewards = ListedTarget().rewards(env, tasks)

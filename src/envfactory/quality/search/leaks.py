@@ -8,7 +8,8 @@ Two leaks, each scored per task:
   whether or not a policy would find them.
 - ``listed_target``: a read tool called with no value from the instruction (no arguments, or
   only a schema's enum values) lists a row the task must change (its target, or a row its
-  setup broke). The exploit plays "the first row such a listing shows": the generic reads,
+  setup broke). The exploit plays "the first row the shortest such listing shows" (the
+  generic read showing fewest rows of the target's kind): the generic reads,
   then the gold steps on a target row, each target swapped for the first listed row of its
   kind (the other steps, which resolve references or serve other sub-goals, are left out,
   and so is the reply). It earns only where the listing singles out the target, so the
@@ -82,12 +83,20 @@ def target_ids(task: Task) -> list[str]:
 
 
 def first_listed(shown: Sequence[str]) -> dict[str, str]:
-    """The first row id of each kind (id prefix) in what the generic reads showed."""
-    out: dict[str, str] = {}
+    """For each kind of row (id prefix), the first id of the generic read that shows fewest
+    rows of that kind (the earliest of equals): a short listing singles rows out, and a long
+    one listed before it does not hide it."""
+    best: dict[str, tuple[int, str]] = {}
     for text in shown:
+        ids: dict[str, list[str]] = {}
         for match in _ROW_ID.finditer(text):
-            out.setdefault(match.group(1), match.group(0))
-    return out
+            kind = ids.setdefault(match.group(1), [])
+            if match.group(0) not in kind:
+                kind.append(match.group(0))
+        for prefix, rows in ids.items():
+            if prefix not in best or len(rows) < best[prefix][0]:
+                best[prefix] = (len(rows), rows[0])
+    return {prefix: row for prefix, (_, row) in best.items()}
 
 
 def _swapped(value: Any, swap: dict[str, str]) -> Any:
