@@ -8,7 +8,7 @@ from typing import ClassVar
 from envfactory.research.corpus import DEFAULT_SIZE, Corpus, corpus
 from envfactory.research.plans import Draft
 from envfactory.research.questions import LEVELS, Builder
-from envfactory.research.world import DIFFICULTIES, PASSES, ResearchWorld, held_out, target_key
+from envfactory.research.world import DIFFICULTIES, PASSES, ResearchWorld, held_out
 from envfactory.tasks.seeds import content_unit
 from envfactory.tasks.types import Split
 
@@ -59,17 +59,16 @@ class ResearchEnvironment(ResearchWorld):
         return draft.knobs["distractors"] >= MIN_DISTRACTORS.get(difficulty, 0)
 
     def split_of(self, draft: Draft, wanted: Split | None = None) -> Split | None:
-        """Its question, its gold plan and its answer each hash to train or held-out, and a
-        task is train when all three do, held-out when all three do (as terminal worlds
-        split). So no held-out question, solution or answer is ever a train one. Held-out
-        tasks divide into validation and test by their plan's hash."""
+        """Its question and its gold plan each hash to train or held-out, and a task is train
+        when both do, held-out when both do. So no held-out question or solution is ever a
+        train one; its answer does not decide (an answer hashed to held-out carried every
+        question it answers there). Held-out tasks divide into validation and test by their
+        plan's hash."""
         held = held_out(self.id, [("question", draft.instruction)])
         if wanted is not None and held != (wanted != "train"):
             return None
         plan = json.dumps([s.model_dump() for s in draft.steps], sort_keys=True)
         if held_out(self.id, [("question", draft.instruction), ("solution", plan)]) is None:
-            return None
-        if held_out(self.id, [("solution", plan), target_key(draft)]) is None:
             return None
         if not held:
             return "train"

@@ -24,6 +24,7 @@ from envfactory.research.corpus import Library
 from envfactory.research.episode import ResearchEpisode
 from envfactory.research.hidden import ResearchHidden
 from envfactory.research.plans import Draft, replayable
+from envfactory.tasks.answer_balance import AnswerCap
 from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash
 from envfactory.tasks.types import PlanStep, PublicTask, Split, Task
 
@@ -35,8 +36,13 @@ class Drafter(Protocol):
     def draft(self, difficulty: int, start: int, rng: random.Random) -> Draft | None: ...
 
 
+ANSWER_SHARE = 0.05  # about the most one answer may answer of a template's tasks in a cell
+PRESCAN = 600  # a difficulty's first candidates, whose answers tell how often each value comes
+
+
 @dataclass
 class _Cell:
+    cap: AnswerCap
     slot: int = 0
     tasks: list[Task] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
@@ -48,11 +54,6 @@ def held_out(env_id: str, keys: Sequence[tuple[str, str]]) -> bool | None:
     None when they disagree."""
     sides = {content_unit(env_id, kind, key) >= TRAIN_SHARE for kind, key in keys}
     return sides.pop() if len(sides) == 1 else None
-
-
-def target_key(d: Draft) -> tuple[str, str]:
-    """The split key of a draft's answer: its type and normalised value."""
-    return "target", f"{d.answer_type}:{answers.normalise(d.answer)}"
 
 
 class ResearchWorld(Environment):
@@ -143,7 +144,9 @@ class ResearchWorld(Environment):
     def _filled(self, split: Split, difficulty: int, index: int) -> _Cell:
         """The cell, with tasks up to ``index`` made (fewer when its candidates run out)."""
         with self._lock:
-            cell = self._cells.setdefault((split, difficulty), _Cell())
+            cell = self._cells.get((split, difficulty))
+            if cell is None:
+                cell = self._cells[split, difficulty] = _Cell(self._cap(difficulty))
             while len(cell.tasks) <= index and not cell.spent:
                 self._advance(cell, split, difficulty)
             return cell
@@ -156,25 +159,41 @@ class ResearchWorld(Environment):
             self._orders[difficulty] = order
         return order
 
+    def _draft(self, difficulty: int, slot: int) -> Draft | None:
+        """The candidate at ``slot`` of a difficulty's sequence, if the world keeps it."""
+        order = self._order(difficulty)
+        rng = random.Random(stable_hash("draft", self.id, self.seed, difficulty, slot))
+        draft = self.drafter.draft(difficulty, order[slot % len(order)], rng)
+        return draft if draft is not None and self.keep(draft, difficulty) else None
+
+    def _cap(self, difficulty: int) -> AnswerCap:
+        """A cell's answer cap, told how often each answer comes among the difficulty's first
+        ``PRESCAN`` candidates of every split (so a cell's first tasks are thinned too)."""
+        cap = AnswerCap(ANSWER_SHARE)
+        for slot in range(min(PRESCAN, self.passes(difficulty) * len(self._order(difficulty)))):
+            if (draft := self._draft(difficulty, slot)) is not None:
+                cap.offer(draft.kind, draft.answer)
+        return cap
+
     def _advance(self, cell: _Cell, split: Split, difficulty: int) -> None:
         """Look at candidates until one more task of the cell is found."""
-        order = self._order(difficulty)
-        while cell.slot < self.passes(difficulty) * len(order):
+        while cell.slot < self.passes(difficulty) * len(self._order(difficulty)):
             slot = cell.slot
             cell.slot += 1
-            rng = random.Random(stable_hash("draft", self.id, self.seed, difficulty, slot))
-            draft = self.drafter.draft(difficulty, order[slot % len(order)], rng)
-            if draft is None or not self.keep(draft, difficulty):
-                continue
-            if self.split_of(draft, split) != split:
+            draft = self._draft(difficulty, slot)
+            if draft is None or self.split_of(draft, split) != split:
                 continue
             fingerprint = f"{stable_hash(draft.instruction, draft.answer):016x}"
             if fingerprint in cell.seen:
                 continue
+            cell.seen.add(fingerprint)  # looked at once, taken or not
+            draw = stable_hash("admit", self.id, self.seed, fingerprint) / 2**64
+            if not cell.cap.admits(draft.kind, draft.answer, draw):
+                continue
             plan = replayable(self.corpus, draft)
             if plan is None:
                 continue
-            cell.seen.add(fingerprint)
+            cell.cap.add(draft.kind, draft.answer)
             index = len(cell.tasks)
             cell.tasks.append(self._task(draft, plan, split, difficulty, index, fingerprint))
             return

@@ -2,9 +2,10 @@
 searching and reading documentation rendered from it with :mod:`inspect`.
 
 Splits are disjoint by module: each documented module hashes to train, validation or test, and
-a question belongs to the split of every module it touches (its answer's hash must agree on
-train or held-out too), so no held-out question reads a train module's pages or has a train
-answer.
+a question belongs to the split of every module it touches, so no held-out question reads a
+train module's pages or is a train question. The answer does not decide (an answer hashed to
+held-out carried every question it answers there: "1" answered 80% of the test lead questions);
+instead no answer fills more than a small share of a template's tasks in any cell.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import ClassVar
 from envfactory.research.plans import Draft
 from envfactory.research.pydocs.corpus import PyDocs, pydocs
 from envfactory.research.pydocs.questions import LEVELS, Builder
-from envfactory.research.world import ResearchWorld, held_out, target_key
+from envfactory.research.world import ResearchWorld
 from envfactory.tasks.seeds import TRAIN_SHARE, content_unit
 from envfactory.tasks.types import Split
 
@@ -68,13 +69,7 @@ class PyDocsEnvironment(ResearchWorld):
         if len(splits) != 1:
             return None
         split = splits.pop()
-        if wanted is not None and split != wanted:
-            return None
-        kind, key = target_key(draft)
-        target = (kind, f"{draft.shape[-1]}:{key}")  # counts of one kind split apart
-        if held_out(self.id, [target]) != (split != "train"):
-            return None
-        return split
+        return split if wanted is None or split == wanted else None
 
     def passes(self, difficulty: int) -> int:
         return PASSES
