@@ -41,9 +41,24 @@ def audit_cmd(
     model_levels: str = typer.Option(
         "", "--model-levels", help="--model-tasks at these difficulties only (default: all)."
     ),
+    selftest: bool = typer.Option(
+        False,
+        "--selftest",
+        help="Audit the audit: plant defects in copies of built-in worlds, audit each over -n "
+        "tasks (and the unmutated worlds as controls), report the recall (docs/audit.md).",
+    ),
+    selftest_sample: int = typer.Option(
+        0, "--selftest-sample", min=0, help="--selftest with the first K mutants of each class."
+    ),
+    selftest_diversity: int = typer.Option(
+        1000, "--selftest-diversity", min=1, help="--selftest: the audit's diversity sample."
+    ),
 ) -> None:
     """Score environments: solvable, honest baselines, no exploit pays, graded, deterministic,
     diverse."""
+    if selftest:
+        _selftest(n, seed, selftest_sample, selftest_diversity, json)
+        return
     ids = world_ids(env_ids) if env_ids else list_envs()
     unknown = sorted(set(ids) - set(list_envs()))
     if unknown:
@@ -108,6 +123,37 @@ def audit_cmd(
         console.print(table)
         err_console.print(f"report: {path}")
     if not all(r.passed for r in reports):
+        raise typer.Exit(1)
+
+
+def _selftest(n: int, seed: int, sample: int, diversity: int, as_json: bool) -> None:
+    """``--selftest``: the audit's recall on planted defects; exit 1 when a control fails."""
+    from envfactory.quality.selftest import choose, selftest
+
+    chosen = choose(sample)
+    with Progress(console=err_console, transient=True) as bar:
+        job = bar.add_task("self-test", total=len(chosen) + len({m.base for m in chosen}))
+        result = selftest(n, seed, sample, diversity=diversity, progress=lambda _: bar.advance(job))
+    if as_json:
+        print_json(result)
+    else:
+        table = Table(title=f"audit self-test: recall {result.recall} (live {result.live_recall})")
+        for col in ("mutant", "class", "base", "live", "refused", "refused by"):
+            table.add_column(col)
+        for r in result.results:
+            table.add_row(
+                r.name,
+                r.defect,
+                r.base,
+                "yes" if r.live else "[dim]no[/dim]",
+                "[green]yes[/green]" if r.refused else "[red]no[/red]",
+                "; ".join(r.refused_by)[:80] or ("not live" if not r.live else "-"),
+            )
+        console.print(table)
+        for c in result.controls:
+            mark = "[green]passes[/green]" if c.passed else f"[red]fails[/red]: {c.problems}"
+            console.print(f"control {c.base}: {mark}")
+    if not result.controls_passed:
         raise typer.Exit(1)
 
 

@@ -1,0 +1,70 @@
+"""The audit's self-test: planted defects pay where the engine lets them, their exploits pay
+nowhere else, and the self-test reports recall with its controls passing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+import envfactory
+from envfactory.cli.main import app
+from envfactory.quality.mutant_exploits import liveness, stated_number
+from envfactory.quality.mutants import CLASSES, Mutant, catalogue
+from envfactory.quality.selftest import SelfTest
+
+# Defects the engine keeps out of the tasks: an answer verbatim in the request is rejected
+# when the task is made; a held-out question never has an answer train gives, so a dominant
+# value never reaches the test split; the grader counts every date said to the user, so a
+# user that confirms one of several dates asked in turn earns nothing; a tool expression
+# that fails on odd input is a tool error, not a crash.
+NOT_LIVE = {
+    "answer-in-request-digits",
+    "skewed-answers-retail",
+    "skewed-answers-hr",
+    "oracle-user-clinic",
+    "voidable-expression",
+}
+
+
+def test_every_class_is_planted_on_named_mutants() -> None:
+    mutants = catalogue()
+    assert {m.defect for m in mutants} == set(CLASSES)
+    assert len({m.name for m in mutants}) == len(mutants)
+    assert len({m.base for m in mutants}) >= 4
+    assert {m.name for m in mutants} >= NOT_LIVE
+
+
+@pytest.mark.parametrize("mutant", catalogue(), ids=lambda m: m.name)
+def test_a_planted_defect_pays_and_its_exploit_pays_nowhere_else(mutant: Mutant) -> None:
+    """Each mutant's exploit earns on the mutant (unless the engine keeps the defect out)
+    and not on its unmutated base world."""
+    shown = liveness(mutant.make(), mutant.exploit)
+    assert shown.live == (mutant.name not in NOT_LIVE), shown
+    assert not liveness(envfactory.make(mutant.base), mutant.exploit).live
+
+
+def test_numbers_said_in_words_are_read() -> None:
+    assert stated_number("Line 555-201-1234 shows 12 point 5 GB, right?") == 12.5
+    assert stated_number("I was quoted 191 dollars and 7 cents.") == 191.07
+    assert stated_number("Order ORD-00012, please.") is None
+
+
+def test_selftest_reports_recall_with_controls_passing() -> None:
+    """``envfactory audit --selftest --json`` on one mutant per class and a small audit: the
+    keys, the controls pass, each class that pays is live, a replayed split is refused."""
+    args = ["audit", "--selftest", "--selftest-sample", "1", "-n", "20"]
+    out = CliRunner().invoke(app, [*args, "--selftest-diversity", "200", "--json"])
+    assert out.exit_code == 0, out.output
+    result = SelfTest.model_validate(json.loads(out.stdout))
+    assert result.mutants == len(CLASSES) == len(result.classes)
+    assert result.controls_passed, result.controls
+    for defect, stats in result.classes.items():
+        assert stats.planted == 1
+        assert stats.live == (defect != "skewed_answers"), defect
+    assert result.refused == sum(r.refused for r in result.results)
+    assert result.recall == round(result.refused / result.mutants, 4)
+    assert all(r.refused for r in result.results if not r.live)  # kept out: nothing to refuse
+    replayed = next(r for r in result.results if r.defect == "replay_leak")
+    assert replayed.refused and any("replay" in p for p in replayed.refused_by)
