@@ -12,13 +12,16 @@ from envfactory.tasks.types import Task
 DOMAINS = Path(envfactory.__file__).parent / "domains"
 
 
-def mutant(tmp_path: Path, domain: str, old: str, new: str) -> Environment:
-    """``domain``'s world with the one occurrence of ``old`` in its file replaced by ``new``."""
+def mutant(tmp_path: Path, domain: str, old: str, new: str, *more: tuple[str, str]) -> Environment:
+    """``domain``'s world with the one occurrence of ``old`` in its file replaced by ``new``
+    (and so for each further pair in ``more``)."""
     text = (DOMAINS / f"{domain}.yaml").read_text()
-    assert text.count(old) == 1, f"{old!r} is not once in {domain}.yaml"
+    for before, after in ((old, new), *more):
+        assert text.count(before) == 1, f"{before!r} is not once in {domain}.yaml"
+        text = text.replace(before, after)
     name = re.sub(r"[^a-z0-9_]", "_", f"{domain}_{tmp_path.name}".lower())  # ids are unique
     path = tmp_path / f"{name}.yaml"
-    path.write_text(text.replace(old, new).replace(f"id: {domain}\n", f"id: {name}\n", 1))
+    path.write_text(text.replace(f"id: {domain}\n", f"id: {name}\n", 1))
     return envfactory.make(path)
 
 

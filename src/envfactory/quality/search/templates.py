@@ -137,10 +137,7 @@ class TemplateSearch:
         exclude = {t.task_id for t in tasks}
         selection = draw(env, SELECT, exclude)
         self.chosen = self.choose(env, player, templates, selection)
-        out = [
-            self.score(env, player, task, self.chosen.get(tuple(task.hidden.goals)))
-            for task in tasks
-        ]
+        out = [self.score(env, player, task) for task in tasks]
         player.close()
         self.voided = player.voided
         return out
@@ -164,10 +161,12 @@ class TemplateSearch:
                     earned[k][template] = earned[k].get(template, 0.0) + reward
         return {k: max(scores, key=lambda t: scores[t]) for k, scores in earned.items()}
 
-    def score(
-        self, env: Environment, player: Player, task: Task, template: Template | None
-    ) -> float:
-        template = template or self.chosen.get(())
+    def template(self, task: Task) -> Template | None:
+        """The template chosen for ``task``'s kind of request (or the best over all)."""
+        return self.chosen.get(tuple(task.hidden.goals)) or self.chosen.get(())
+
+    def score(self, env: Environment, player: Player, task: Task) -> float:
+        template = self.template(task)
         if template is None:
             return 0.0
         return self.play(env, player, task, template, self.seen(env, player, task))
