@@ -78,3 +78,12 @@ def test_the_audit_runs_the_dumps_and_never_excuses_them() -> None:
     for mode in MODES:
         assert result.exploits[mode].did_the_work == 0
         assert result.exploits[mode].mean == 0.0
+
+
+def test_a_call_that_passes_the_answer_is_no_look_up() -> None:
+    """A research world commits its answer with a tool call in the gold plan: the dump skips
+    it (that call is the commitment), so it earns nothing there either."""
+    env = envfactory.make("research-wiki")
+    task = next(t for i in range(10) if (t := env.task("test", 1, i)).hidden.answers)
+    for mode in MODES:
+        assert run_episode(env, task, DumpAfterWork(mode)).reward == 0.0  # type: ignore[arg-type]

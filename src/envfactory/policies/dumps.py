@@ -26,7 +26,7 @@ from envfactory.episode.types import Message, Observation, ToolCall
 from envfactory.policies.exploits import MAX_REPLY, Knowledge, batches, interleave
 from envfactory.policies.scripted import Action, Oracle
 from envfactory.tasks.types import Task
-from envfactory.verify.answers import kind_of
+from envfactory.verify.answers import comparable, kind_of
 
 Mode = Literal["dump_after_work", "dump_spread"]
 MODES: tuple[Mode, ...] = ("dump_after_work", "dump_spread")
@@ -73,8 +73,8 @@ class DumpAfterWork:
         self.k.observe(observation)
         if self.queue is None:
             action = self.oracle.act(observation)
-            while isinstance(action, ToolCall) and action.tool in self.writes:
-                action = self.oracle.act(_SKIPPED)  # the reads only: a write is no look-up
+            while isinstance(action, ToolCall) and not self._look_up(action):
+                action = self.oracle.act(_SKIPPED)
             if not (isinstance(action, Message) and action.final):
                 return action  # a gold call, or a question the oracle asks the user
             self.queue = self._texts() if self._choice() else []
@@ -83,6 +83,13 @@ class DumpAfterWork:
         if not self.queue:
             return Message(content=NOTHING)
         return Message(content=f"The answer: {self.queue.pop(0)}.")
+
+    def _look_up(self, call: ToolCall) -> bool:
+        """Whether a gold call is a look-up: no write, and no argument that is an answer (a
+        research world's ``answer`` call is the commitment itself, not work before it)."""
+        args = call.arguments.values() if isinstance(call.arguments, dict) else ()
+        said = {comparable(v) for v in args if isinstance(v, (str, int, float))}
+        return call.tool not in self.writes and not said & {comparable(a) for a in self.answers}
 
     def _choice(self) -> bool:
         """Whether what was seen holds several values of some answer's kind (else a dump
