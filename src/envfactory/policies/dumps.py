@@ -93,7 +93,7 @@ class DumpAfterWork:
 
     def _choice(self) -> bool:
         """Whether what was seen holds several values of some answer's kind (else a dump
-        would be the answer itself)."""
+        would be the answer itself); a clock time or yes/no always has rivals."""
         assert self.k is not None
         coded = [s for s in self.k.strings if any(c.isdigit() for c in s)]
         seen: dict[str, list[str]] = {
@@ -103,7 +103,8 @@ class DumpAfterWork:
             "code": self.k.ids + coded,
             "word": [s for s in self.k.strings if s not in coded],
         }
-        return any(len(seen.get(kind_of(a), "many")) > 1 for a in self.answers)
+        rivals = (seen.get(kind_of(a)) for a in self.answers)
+        return any(values is None or len(values) > 1 for values in rivals)
 
     def _texts(self) -> list[str]:
         """The texts to send: one, or one per message (the last one final)."""
