@@ -230,6 +230,21 @@ def probe(player: Player, task: Task, calls: Sequence[PlanStep]) -> list[Observa
 
 
 def writes_of(env: Environment) -> list[dict[str, Any]]:
-    """The write tools' OpenAI schemas."""
+    """The OpenAI schemas of the write tools that name a row: a required parameter whose
+    description shows an id's form, or whose name ends in ``id`` (not a shell or a file)."""
     writes = write_tools(env.tools("mcp")) - {"answer"}
-    return [t for t in env.tools("openai") if t["function"]["name"] in writes]
+    return [
+        t
+        for t in env.tools("openai")
+        if t["function"]["name"] in writes and any(_names_row(p, s) for p, s in _required(t))
+    ]
+
+
+def _required(tool: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    params = tool["function"]["parameters"]
+    props: dict[str, dict[str, Any]] = params.get("properties", {})
+    return [(p, props.get(p, {})) for p in params.get("required", [])]
+
+
+def _names_row(name: str, schema: dict[str, Any]) -> bool:
+    return id_example(schema) is not None or name.lower().endswith("id")
