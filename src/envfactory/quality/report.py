@@ -90,10 +90,10 @@ def _cell(value: object) -> str:
 
 
 def exploits_table(r: AuditReport) -> str:
-    """What each exploit policy earned (a mean above the bar in red), and the voided count."""
+    """What each exploit earned (a refused one in red), and the voided count."""
     rows = "".join(
         f"<tr><td>{html.escape(name)}</td>"
-        f'<td class="{"fail" if s.mean > EXPLOIT_MAX else "pass"}">{s.mean:.3f}</td>'
+        f'<td class="{"fail" if s.refused else "pass"}">{s.mean:.3f}</td>'
         f"<td>{s.max:.3f}</td><td>{s.episodes}</td></tr>"
         for name, s in r.exploits.items()
     )
@@ -102,7 +102,7 @@ def exploits_table(r: AuditReport) -> str:
         '<table class="exploits"><tr><th>exploit</th><th>mean reward</th><th>max</th>'
         f"<th>episodes</th></tr>{rows}</table>"
         f'<p>Episodes voided by agent input: <span class="{voided}">{r.voided_by_agent}</span>'
-        f" (an exploit passes at mean reward &le; {EXPLOIT_MAX}).</p>"
+        f" (an exploit fails where its mean reward is above {EXPLOIT_MAX} at 1%).</p>"
     )
 
 
