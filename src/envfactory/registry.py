@@ -42,6 +42,14 @@ def register(env_id: str, factory: Factory, *, overwrite: bool = False) -> None:
         _FACTORIES[env_id] = factory
 
 
+def unregister(env_id: str) -> None:
+    """Forget ``env_id`` (a world registered for a while, such as the audit's mutants)."""
+    with _LOCK:
+        _FACTORIES.pop(env_id, None)
+        for key in [k for k in _MADE if k[0] == env_id]:
+            del _MADE[key]
+
+
 def register_unavailable(env_id: str, reason: str) -> None:
     """Name an environment that cannot be made here (its data is missing): ``make`` raises
     :class:`EnvironmentUnavailable` with ``reason``, and ``list_envs`` leaves it out."""

@@ -50,6 +50,9 @@ def audit_cmd(
     selftest_sample: int = typer.Option(
         0, "--selftest-sample", min=0, help="--selftest with the first K mutants of each class."
     ),
+    selftest_class: list[str] = typer.Option(
+        [], "--selftest-class", help="--selftest on this defect class only (repeatable)."
+    ),
     selftest_diversity: int = typer.Option(
         1000, "--selftest-diversity", min=1, help="--selftest: the audit's diversity sample."
     ),
@@ -57,7 +60,7 @@ def audit_cmd(
     """Score environments: solvable, honest baselines, no exploit pays, graded, deterministic,
     diverse."""
     if selftest:
-        _selftest(n, seed, selftest_sample, selftest_diversity, json)
+        _selftest(n, seed, selftest_sample, selftest_class, selftest_diversity, json)
         return
     ids = world_ids(env_ids) if env_ids else list_envs()
     unknown = sorted(set(ids) - set(list_envs()))
@@ -126,14 +129,20 @@ def audit_cmd(
         raise typer.Exit(1)
 
 
-def _selftest(n: int, seed: int, sample: int, diversity: int, as_json: bool) -> None:
+def _selftest(
+    n: int, seed: int, sample: int, classes: list[str], diversity: int, as_json: bool
+) -> None:
     """``--selftest``: the audit's recall on planted defects; exit 1 when a control fails."""
+    from envfactory.quality.mutants import CLASSES
     from envfactory.quality.selftest import choose, selftest
 
-    chosen = choose(sample)
+    if unknown := sorted(set(classes) - set(CLASSES)):
+        raise fail(f"unknown defect class(es): {', '.join(unknown)}; known: {', '.join(CLASSES)}")
+    chosen = choose(sample, classes)
     with Progress(console=err_console, transient=True) as bar:
         job = bar.add_task("self-test", total=len(chosen) + len({m.base for m in chosen}))
-        result = selftest(n, seed, sample, diversity=diversity, progress=lambda _: bar.advance(job))
+        advance = lambda _: bar.advance(job)  # noqa: E731
+        result = selftest(n, seed, sample, classes, diversity, advance)
     if as_json:
         print_json(result)
     else:

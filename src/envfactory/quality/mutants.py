@@ -11,7 +11,8 @@ confirms answers, a verifier without a gate), it is a weakened world class of
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
@@ -20,7 +21,7 @@ from envfactory.domain.loader import BUILTIN_DIR, parse_domain, read_mapping
 from envfactory.env import Environment
 from envfactory.quality import mutant_exploits as ex
 from envfactory.quality import planted
-from envfactory.registry import build, register
+from envfactory.registry import build, register, unregister
 from envfactory.world.environment import DatabaseEnvironment
 
 DefectClass = Literal[
@@ -68,9 +69,16 @@ class Mutant:
     def env_id(self) -> str:
         return f"mutant-{self.name}"
 
-    def make(self) -> Environment:
-        """The mutant world, registered under :attr:`env_id` (the audit rebuilds worlds by
-        id to check they are deterministic)."""
+    @contextmanager
+    def planted(self) -> Iterator[Environment]:
+        """The mutant world, registered under :attr:`env_id` while in use (the audit rebuilds
+        worlds by id to check they are deterministic), then forgotten."""
+        try:
+            yield self._make()
+        finally:
+            unregister(self.env_id)
+
+    def _make(self) -> Environment:
         data = base_domain(self.base)
         if self.transform is not None:
             self.transform(data)

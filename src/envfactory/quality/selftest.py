@@ -103,14 +103,14 @@ def choose(per_class: int = 0, classes: Sequence[str] = ()) -> list[Mutant]:
 def examine(mutant: Mutant, n: int, seed: int = 0, diversity: int = 1000) -> MutantResult:
     """Build ``mutant``, show whether its defect pays, and audit it."""
     start = time.perf_counter()
-    env = mutant.make()
-    shown = liveness(env, mutant.exploit)
     error, problems, passed = None, [], False
-    try:
-        report = audit(env, n=n, seed=seed, diversity=diversity)
-        problems, passed = report.problems, report.passed
-    except Exception as exc:  # the audit's crash is a finding, not the self-test's end
-        error = f"{type(exc).__name__}: {exc}"
+    with mutant.planted() as env:
+        shown = liveness(env, mutant.exploit)
+        try:
+            report = audit(env, n=n, seed=seed, diversity=diversity)
+            problems, passed = report.problems, report.passed
+        except Exception as exc:  # the audit's crash is a finding, not the self-test's end
+            error = f"{type(exc).__name__}: {exc}"
     structural = [p for p in problems if any(s in p for s in STRUCTURAL)]
     on_defect = [p for p in problems if p not in structural]
     return MutantResult(
