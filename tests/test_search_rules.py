@@ -43,10 +43,25 @@ def test_tasks_with_no_rule_in_play_are_not_played() -> None:
     assert all(RuleBypass("skip").plan(env, t) is None for t in questions)
 
 
-def test_neighbour_is_a_row_id_one_off() -> None:
+def test_neighbour_is_one_off() -> None:
     assert neighbour("ORD-00124") == "ORD-00123"
     assert neighbour("ORD-00001") == "ORD-00002"
+    assert (neighbour(4), neighbour(1), neighbour(2.5)) == (3, 2, 1.5)
+    assert neighbour("2026-06-30") == "2026-07-01"
     assert neighbour("no_longer_needed") == "no_longer_needed"
+    assert neighbour(True) is True
+
+
+def test_a_check_of_another_day_satisfies_a_rule_without_its_match(tmp_path: Path) -> None:
+    """Restaurant's booking rule demands a check of that date, time and party size; with its
+    match emptied, a check of the next day and one guest fewer lets the booking through."""
+    whole = "match: {date: date, time: time, party_size: party_size}"
+    env = mutant(tmp_path, "restaurant", whole, "match: {}")
+    tasks = tasks_of(env, "book_table", difficulty=2)
+    assert RuleBypass("mismatch").rewards(env, tasks) == [1.0] * len(tasks)
+    sound = envfactory.make("restaurant")
+    tasks = tasks_of(sound, "book_table", difficulty=2)
+    assert RuleBypass("mismatch").rewards(sound, tasks) == [0.0] * len(tasks)
 
 
 CLOSE_ORDER = """  - name: close_order

@@ -10,9 +10,9 @@ the gold plan and its reply:
 - ``rule_detour``: without the demanded calls, and each write they guard made with another
   write tool that sets the same fields of the same row and that no rule guards so (a
   ``prior_call`` names one tool: a second path to the same fields skips it);
-- ``rule_mismatch``: with each demanded call made on a neighbouring row (the id one off), so
-  a check that a look-up came first but not that it looked up the same row pays (a demanded
-  call with no row id in its arguments is not in play).
+- ``rule_mismatch``: with each demanded call's arguments one off (another row's id, a number
+  one less, the next day), so a check that a look-up came first but not that it looked up the
+  same thing pays (a demanded call with no argument to move is not in play).
 
 Each scores what the writes got past the rule add to the plan's reward (the plan's reward less
 that of the same plan without those writes, so other sub-goals' work is not counted): it earns
@@ -22,6 +22,7 @@ no rule in play scores 0 without an episode.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from envfactory.tasks.types import PlanStep, Task
 
 Mode = Literal["skip", "mismatch", "detour"]
 _ROW_ID = re.compile(r"^([A-Z][A-Z0-9]*-)(\d+)$")
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 @dataclass(frozen=True)
@@ -141,8 +143,18 @@ def detour(spec: DomainSpec, step: PlanStep, task: Task, guarded: set[str]) -> P
 
 
 def neighbour(value: Any) -> Any:
-    """A row id one off (``ORD-00124`` → ``ORD-00123``; the first → the second)."""
-    match = _ROW_ID.match(value) if isinstance(value, str) else None
+    """A value one off: a row id (``ORD-00124`` → ``ORD-00123``; the first → the second), a
+    number (one less, or one more where that would not be positive) or an ISO date (the next
+    day); any other value as it is."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value - 1 if value > 1 else value + 1
+    if not isinstance(value, str):
+        return value
+    if _ISO_DATE.match(value):
+        return (dt.date.fromisoformat(value) + dt.timedelta(days=1)).isoformat()
+    match = _ROW_ID.match(value)
     if match is None:
         return value
     prefix, digits = match.groups()
