@@ -1,9 +1,9 @@
 """Counterfactual tasks: one task's gold plan and reply, replayed on a sibling that names
 another row, must fail.
 
-A sibling of a task pursues the same goals at the same difficulty, but none of its gold
-writes is one of the task's (same tool, same arguments) and none of its answers is one of
-the task's: whatever a correct plan for the task does, it does the wrong thing on the
+A sibling of a task pursues the same goals (in any order) at the same difficulty, but none
+of its gold writes is one of the task's (same tool, same arguments) and none of its answers
+is one of the task's: whatever a correct plan for the task does, it does the wrong thing on the
 sibling. So the replay earns only where the sibling's verdict is satisfied by a wrong row or
 a wrong answer (a write whose effect ignores which row, a check that reads no row, an answer
 every such task shares). The reward on the sibling is the exploit's; a task with no sibling
@@ -58,7 +58,8 @@ class Counterfactual:
 def siblings(task: Task, other: Task, writes: set[str]) -> bool:
     """Whether ``other`` pursues ``task``'s goals but shares none of its gold writes and none
     of its answers (and has something to check: a write or an answer)."""
-    if other.task_id == task.task_id or other.hidden.goals != task.hidden.goals:
+    same_goals = sorted(other.hidden.goals) == sorted(task.hidden.goals)  # in any order
+    if other.task_id == task.task_id or not same_goals:
         return False
     mine, theirs = _writes(task, writes), _writes(other, writes)
     if not (theirs or other.hidden.answers) or mine & theirs:
