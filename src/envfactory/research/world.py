@@ -72,6 +72,7 @@ class ResearchWorld(Environment):
         self._lock = threading.RLock()
         self._cells: dict[tuple[Split, int], _Cell] = {}
         self._orders: dict[int, list[int]] = {}
+        self._prescans: dict[int, list[tuple[str, str]]] = {}  # difficulty -> (kind, answer)
         self._drafter: Drafter | None = None
 
     # -- what a world brings --------------------------------------------------------------
@@ -169,10 +170,14 @@ class ResearchWorld(Environment):
     def _cap(self, difficulty: int) -> AnswerCap:
         """A cell's answer cap, told how often each answer comes among the difficulty's first
         ``PRESCAN`` candidates of every split (so a cell's first tasks are thinned too)."""
+        offers = self._prescans.get(difficulty)
+        if offers is None:
+            slots = min(PRESCAN, self.passes(difficulty) * len(self._order(difficulty)))
+            drafts = (self._draft(difficulty, slot) for slot in range(slots))
+            offers = self._prescans[difficulty] = [(d.kind, d.answer) for d in drafts if d]
         cap = AnswerCap(ANSWER_SHARE)
-        for slot in range(min(PRESCAN, self.passes(difficulty) * len(self._order(difficulty)))):
-            if (draft := self._draft(difficulty, slot)) is not None:
-                cap.offer(draft.kind, draft.answer)
+        for kind, answer in offers:
+            cap.offer(kind, answer)
         return cap
 
     def _advance(self, cell: _Cell, split: Split, difficulty: int) -> None:
