@@ -25,7 +25,7 @@ def test_a_template_answered_by_one_value_pays_its_mode_and_the_constant(tmp_pat
     tasks = _questions(env)
     counts = answers_by_template(pool(env, "train", per_cell=10))
     assert counts["order_total"].most_common(1)[0][0] is True
-    for guess, paid in (("mode_train", 1.0), ("yes", 1.0), ("no", 0.0), ("1", 0.0)):
+    for guess, paid in (("mode", 1.0), ("mode_train", 1.0), ("yes", 1.0), ("no", 0.0), ("1", 0.0)):
         assert PriorGuess(guess, per_cell=10).rewards(env, tasks) == [paid] * len(tasks), guess
 
 
@@ -49,7 +49,7 @@ def test_a_task_s_own_answer_is_not_its_prior() -> None:
     env = envfactory.make("retail")
     tasks = pool(env, "test")
     counts = answers_by_template(tasks)["order_total"]
-    guess = PriorGuess("mode_test")
+    guess = PriorGuess("mode")
     asked = [t for t in tasks if t.hidden.answer_goals == ["order_total"]]
     once = [t for t in asked if counts[comparable(t.hidden.answers[0])] == 1]
     assert once

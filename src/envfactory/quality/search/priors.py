@@ -2,11 +2,12 @@
 
 An optimizer that never reads the question still learns which answers are common. So each of
 these fixed guesses must earn at most a trace on the questions: the most frequent answer of
-each goal template in train, in validation and in the test split itself (one guess each: the
-synthesiser keeps train answers out of held-out questions, so a held-out skew shows only in
-the held-out split's own mode), and the constants ``0``, ``1``, ``yes``, ``no`` and the first
-of the words an answer of its kind may be (a status, a city: the words the grader reads). A
-task that asks nothing scores 0 without an episode: a guess has nothing to answer there.
+each goal template in the task's own split (train, validation or test: the synthesiser keeps
+train answers out of held-out questions, so a held-out skew shows only in the held-out split's
+own mode) and in train (a memorised train prior, on every task); and the constants ``0``,
+``1``, ``yes``, ``no`` and the first of the words an answer of its kind may be (a status, a
+city: the words the grader reads). A task that asks nothing scores 0 without an episode: a
+guess has nothing to answer there.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from envfactory.env import Environment
 from envfactory.quality.search.script import Player, reply_steps
 from envfactory.tasks.answer_balance import answers_by_template, cell
-from envfactory.tasks.types import SPLITS, Split, Task
+from envfactory.tasks.types import Split, Task
 
 CONSTANTS = ("0", "1", "yes", "no")
 FIRST_WORD = "first_word"
@@ -32,25 +33,26 @@ def pool(env: Environment, split: Split, per_cell: int = PER_CELL) -> list[Task]
 
 
 class PriorGuess:
-    """One fixed guess: ``mode_<split>`` (the template's most frequent answer in that split,
-    the task's own answers left out of the count: a value asked once is no prior),
-    ``first_word`` or one of :data:`CONSTANTS`."""
+    """One fixed guess: ``mode`` (the template's most frequent answer in the task's own split,
+    which its public view names), ``mode_train`` (in train, on every task), ``first_word`` or
+    one of :data:`CONSTANTS`. A mode is counted without the task's own answers: a value asked
+    once is no prior."""
 
     def __init__(self, guess: str, per_cell: int = PER_CELL) -> None:
         self.guess = guess
         self.per_cell = per_cell
         self.name = f"prior_{guess}"
-        self._counts: dict[str, tuple[dict[str, Counter[Any]], set[str]]] = {}  # by env id
+        self._counts: dict[tuple[str, Split], tuple[dict[str, Counter[Any]], set[str]]] = {}
 
     def applies(self, env: Environment) -> bool:
         return any(t.hidden.answers for d in env.difficulties for t in cell(env, "train", d, 10))
 
     def _mode(self, env: Environment, task: Task, template: str) -> Any:
-        if env.id not in self._counts:
-            split = next(s for s in SPLITS if self.guess == f"{MODE}_{s}")
+        split: Split = "train" if self.guess == f"{MODE}_train" else task.public.split
+        if (env.id, split) not in self._counts:
             tasks = pool(env, split, self.per_cell)
-            self._counts[env.id] = answers_by_template(tasks), {t.task_id for t in tasks}
-        counts, pooled = self._counts[env.id]
+            self._counts[env.id, split] = answers_by_template(tasks), {t.task_id for t in tasks}
+        counts, pooled = self._counts[env.id, split]
         seen = Counter(counts.get(template, Counter()))
         if task.task_id in pooled:
             seen.subtract(answers_by_template([task]).get(template, Counter()))
@@ -90,5 +92,4 @@ def _said(value: Any) -> Any:
 
 def prior_searches() -> list[PriorGuess]:
     """Every prior guess."""
-    modes = [f"{MODE}_{split}" for split in SPLITS]
-    return [PriorGuess(g) for g in (*modes, *CONSTANTS, FIRST_WORD)]
+    return [PriorGuess(g) for g in (MODE, f"{MODE}_train", *CONSTANTS, FIRST_WORD)]
