@@ -16,17 +16,10 @@ from envfactory.quality.selftest import SelfTest
 from envfactory.registry import list_envs
 
 # Defects the engine keeps out of the tasks: an answer verbatim in the request is rejected
-# when the task is made; a held-out question never has an answer train gives, so a dominant
-# value never reaches the test split; the grader counts every date said to the user, so a
-# user that confirms one of several dates asked in turn earns nothing; a tool expression
-# that fails on odd input is a tool error, not a crash.
-NOT_LIVE = {
-    "answer-in-request-digits",
-    "skewed-answers-retail",
-    "skewed-answers-hr",
-    "oracle-user-clinic",
-    "voidable-expression",
-}
+# when the task is made; the grader counts every date said to the user, so a user that
+# confirms one of several dates asked in turn earns nothing; a tool expression that fails on
+# odd input is a tool error, not a crash.
+NOT_LIVE = {"answer-in-request-digits", "oracle-user-clinic", "voidable-expression"}
 
 
 def test_every_class_is_planted_on_named_mutants() -> None:

@@ -25,21 +25,28 @@ STATUS_TOOL = "task_status"
 
 
 CONFIRM = "Yes, that's it."
+DENY = "No, that's not it."
 
 
 class _OracleUserEpisode(DatabaseEpisode):
-    """The user says whether a non-final message states the answer it asked for."""
+    """The user says whether a non-final message states the answer it asked for, and never
+    tires of being asked (a message that asks for its facts still gets them)."""
 
     def _message(self, msg: Message) -> Observation:
         assert self.task is not None
         answers = self.task.hidden.answers
         if msg.final or not answers:
             return super()._message(msg)
-        self.to_user.append(msg.content)
-        right = all(gives(msg.content, a) for a in answers)
-        text = CONFIRM if right else "No, that's not it."
-        self.from_user.append(text)
-        return Observation(kind="user", content=text)
+        if all(gives(msg.content, a) for a in answers):
+            self.to_user.append(msg.content)
+            self.from_user.append(CONFIRM)
+            return Observation(kind="user", content=CONFIRM)
+        seen = super()._message(msg)
+        if isinstance(seen.data, dict) and seen.data.get("facts"):
+            return seen
+        self.done, self.status, self.reply = False, "truncated", None  # it does not stop
+        self.from_user[-1] = DENY
+        return Observation(kind="user", content=DENY)
 
 
 class OracleUserWorld(DatabaseEnvironment):
