@@ -93,3 +93,18 @@ def test_a_sound_world_has_no_detour() -> None:
     env = envfactory.make("retail")
     tasks = tasks_of(env, "cancel_order")
     assert all(RuleBypass("detour").plan(env, t) is None for t in tasks)
+
+
+def test_a_rule_matched_through_the_row_an_argument_names_holds(tmp_path: Path) -> None:
+    """university's look-up rules match a field of the row a write names (the dropped
+    enrollment's student, the new section's course): another student's schedule or another
+    course's sections no longer let the write through, as they did when the rules had no
+    match."""
+    env = envfactory.make("university")
+    dropped = tasks_of(env, "drop_enrolled")
+    swapped = tasks_of(env, "swap_to_other_section", difficulty=2)
+    for tasks in (dropped, swapped):
+        assert RuleBypass("mismatch").rewards(env, tasks) == [0.0] * len(tasks)
+    match = "match: {enrollment_id.student_id: student_id}}"
+    loose = mutant(tmp_path, "university", match, "match: {}}")
+    assert sum(RuleBypass("mismatch").rewards(loose, tasks_of(loose, "drop_enrolled"))) > 0

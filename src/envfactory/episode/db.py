@@ -158,4 +158,5 @@ class DatabaseEpisode(ToolEpisode):
             self.env.rubric,
             said=self.to_user,
             heard=self.from_user,
+            row=self.store.row_by_id,
         )

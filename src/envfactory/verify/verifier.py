@@ -7,7 +7,8 @@ touched, not with the database.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from envfactory.domain.expr import Expr, ExprError, compile_expr
 from envfactory.domain.spec import RuleSpec
@@ -19,9 +20,14 @@ from envfactory.verify.rubric import Rubric
 from envfactory.verify.verdict import RubricItem, Verdict
 from envfactory.world.state import RowChange
 
+RowLookup = Callable[[Any], Mapping[str, Any] | None]
+"""The row an id names in the episode's state (None when there is none)."""
+
 
 class RuleChecker:
-    """The rules a verifier checks because no tool would stop the agent."""
+    """The rules a verifier checks because no tool would stop the agent. A ``prior_call``
+    match key ``param.field`` compares the field of the row the call's ``param`` names (an
+    enrollment's student), read through the episode's ``row`` lookup."""
 
     def __init__(self, rules: Sequence[RuleSpec]) -> None:
         self.prior = [(r.id, r.prior_call) for r in rules if r.prior_call]
@@ -31,7 +37,12 @@ class RuleChecker:
             if r.invariant
         ]
 
-    def violations(self, log: Sequence[CallRecord], changes: Sequence[RowChange]) -> list[str]:
+    def violations(
+        self,
+        log: Sequence[CallRecord],
+        changes: Sequence[RowChange],
+        row: RowLookup | None = None,
+    ) -> list[str]:
         out = []
         for rule_id, p in self.prior:
             assert p is not None
@@ -42,7 +53,8 @@ class RuleChecker:
                     prev.ok
                     and prev.tool == p.needs
                     and all(
-                        call.arguments.get(a) == prev.arguments.get(b) for a, b in p.match.items()
+                        _argument(call.arguments, a, row) == prev.arguments.get(b)
+                        for a, b in p.match.items()
                     )
                     for prev in log[:i]
                 ):
@@ -59,6 +71,20 @@ class RuleChecker:
         return out
 
 
+_MISSING = object()
+
+
+def _argument(arguments: Mapping[str, Any], key: str, row: RowLookup | None) -> Any:
+    """A call's argument, or with ``param.field`` that field of the row the argument names
+    (a value no argument can equal when there is no such row)."""
+    param, _, field = key.partition(".")
+    value = arguments.get(param)
+    if not field:
+        return value
+    named = row(value) if row is not None else None
+    return _MISSING if named is None else named.get(field, _MISSING)
+
+
 def verdict(
     task: HiddenTask,
     changes: Sequence[RowChange],
@@ -72,6 +98,7 @@ def verdict(
     rubric: Rubric[Evidence] | None = None,
     said: Sequence[str] = (),
     heard: Sequence[str] = (),
+    row: RowLookup | None = None,
 ) -> Verdict:
     """Score an episode with ``rubric`` (the default one when None). Faults that are not the
     agent's get no reward at all. ``said``: every message the agent sent the user (its
@@ -87,7 +114,7 @@ def verdict(
         reply=reply,
         said=tuple(said),
         heard=tuple(heard),
-        violations=rules.violations(log, changes),
+        violations=rules.violations(log, changes, row),
         write_tools=write_tools,
         disclosed=frozenset(disclosed),
     )

@@ -213,6 +213,14 @@ class Store:
         values = self.raw(table, key)
         return None if values is None else self.base.tables[table].to_row(values)
 
+    def row_by_id(self, key: Any) -> Row | None:
+        """The row an id names, in whichever table its prefix (``ENR-``) says."""
+        if not isinstance(key, str):
+            return None
+        prefix = key.rpartition("-")[0]
+        table = next((n for n, t in self.base.tables.items() if t.id_prefix == prefix), None)
+        return None if table is None else self.get(table, key)
+
     def raw(self, table: str, key: str) -> tuple[Any, ...] | None:
         """A row's stored tuple: the base's while the store has not written it, else read
         once until the row is next written."""
