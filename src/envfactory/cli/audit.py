@@ -156,9 +156,12 @@ def _selftest(
                 r.base,
                 "yes" if r.live else "[dim]no[/dim]",
                 "[green]yes[/green]" if r.refused else "[red]no[/red]",
-                "; ".join(r.refused_by)[:80] or ("not live" if not r.live else "-"),
+                "; ".join(p.split(" (")[0] for p in r.refused_by)
+                or ("not live" if not r.live else "-"),
             )
         console.print(table)
+        for defect, c in result.classes.items():
+            console.print(f"{defect}: {c.refused} of {c.planted} refused ({c.live} live)")
         for c in result.controls:
             mark = "[green]passes[/green]" if c.passed else f"[red]fails[/red]: {c.problems}"
             console.print(f"control {c.base}: {mark}")
