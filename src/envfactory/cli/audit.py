@@ -160,8 +160,8 @@ def _selftest(
                 or ("not live" if not r.live else "-"),
             )
         console.print(table)
-        for defect, c in result.classes.items():
-            console.print(f"{defect}: {c.refused} of {c.planted} refused ({c.live} live)")
+        for defect, k in result.classes.items():
+            console.print(f"{defect}: {k.refused} of {k.planted} refused ({k.live} live)")
         for c in result.controls:
             mark = "[green]passes[/green]" if c.passed else f"[red]fails[/red]: {c.problems}"
             console.print(f"control {c.base}: {mark}")
