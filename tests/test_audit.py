@@ -36,7 +36,10 @@ KEYS = (
     "noisy_oracle_fall_power",
     "empty_levels",
 )
-EXPLOITS = {"enumerate", "shotgun", "shotgun_long", "fuzz", "mass_writes", "replay"}
+EXPLOITS = {"enumerate", "shotgun", "shotgun_long", "fuzz", "mass_writes", "replay"} | {
+    "dump_after_work",
+    "dump_spread",
+}
 
 
 DB_ENVS = [e for e in envfactory.list_envs() if envfactory.make(e).kind == "db"]

@@ -57,10 +57,12 @@ class DumpAfterWork:
         self.k: Knowledge | None = None
         self.queue: list[str] | None = None
         self.answers: list[Any] = []
+        self.request = ""
 
     def start(self, task: Task, tools: list[dict[str, Any]]) -> None:
         hidden = task.hidden
         self.answers = list(getattr(hidden, "answers", None) or [])
+        self.request = task.public.instruction
         self.k = Knowledge(task, tools)
         self.queue = None
         if self.answers and getattr(hidden, "gold_plan", None):
@@ -93,7 +95,9 @@ class DumpAfterWork:
 
     def _choice(self) -> bool:
         """Whether what was seen holds several values of some answer's kind (else a dump
-        would be the answer itself); a clock time or yes/no always has rivals."""
+        would be the answer itself). A word's rivals are names (capitalised: "fiction" is no
+        rival of an author); values the request names are no rivals; a clock time or yes/no
+        always has some."""
         assert self.k is not None
         coded = [s for s in self.k.strings if any(c.isdigit() for c in s)]
         seen: dict[str, list[str]] = {
@@ -101,10 +105,14 @@ class DumpAfterWork:
             "fraction": self.k.numbers,
             "date": self.k.dates,
             "code": self.k.ids + coded,
-            "word": [s for s in self.k.strings if s not in coded],
+            "word": [s for s in self.k.strings if s[:1].isupper() and s not in coded],
         }
         rivals = (seen.get(kind_of(a)) for a in self.answers)
-        return any(values is None or len(values) > 1 for values in rivals)
+        asked = self.request.lower()
+        return any(
+            values is None or len([v for v in values if v.lower() not in asked]) > 1
+            for values in rivals
+        )
 
     def _texts(self) -> list[str]:
         """The texts to send: one, or one per message (the last one final)."""

@@ -267,12 +267,23 @@ def _embedded(
 NAME_COLUMN_MIN = 6  # distinct words a column holds to be a column of names
 
 
+def _names(values: Iterable[Any]) -> frozenset[str]:
+    """The values of a column of names (normalised): at least ``NAME_COLUMN_MIN`` distinct
+    words, each capitalised as a name is (a column of lower-case words, such as statuses,
+    genres or filler text, holds no names); else none."""
+    held = {v for v in values if isinstance(v, str)}
+    if len(held) < NAME_COLUMN_MIN or not all(
+        v[:1].isupper() and kind_of(v) == "word" for v in held
+    ):
+        return frozenset()
+    return frozenset(m.norm(v) for v in held)
+
+
 class Vocabulary:
     """The string values of a world's columns: a word answer's candidates are the values of
     the columns that hold it (a speaker's name: every speaker's name) and every name the
-    world holds (the words of each column of at least ``NAME_COLUMN_MIN`` distinct words:
-    people, companies, titles, cities), so a reply that names the whole row it looked up
-    names many candidates, whichever column the question asked about."""
+    world holds (:func:`_names`: people, companies, titles, cities), so a reply that names
+    the whole row it looked up names many candidates, whichever column was asked about."""
 
     def __init__(self, columns: Mapping[str, Iterable[Any]]) -> None:
         self.columns = {
@@ -283,8 +294,7 @@ class Vocabulary:
         for name, values in self.columns.items():
             for value in values:
                 self.holding.setdefault(value, []).append(name)
-        words = ({v for v in vs if kind_of(v) == "word"} for vs in self.columns.values())
-        self.names = frozenset().union(*(w for w in words if len(w) >= NAME_COLUMN_MIN))
+        self.names = frozenset().union(*(_names(vs) for vs in columns.values()))
 
     def key(self, request: str, answers: Sequence[Any]) -> AnswerKey:
         """The answer key of a task that asks ``request`` and expects ``answers``."""
