@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from mutants import mutant, tasks_of
 
 import envfactory
+from envfactory.errors import DomainError
 from envfactory.quality.search.rule_bypass import RuleBypass, demands, neighbour
 
 PRIOR = "prior_call: {tool: cancel_order, needs: get_order, match: {order_id: order_id}}"
@@ -108,3 +110,11 @@ def test_a_rule_matched_through_the_row_an_argument_names_holds(tmp_path: Path) 
     match = "match: {enrollment_id.student_id: student_id}}"
     loose = mutant(tmp_path, "university", match, "match: {}}")
     assert sum(RuleBypass("mismatch").rewards(loose, tasks_of(loose, "drop_enrolled"))) > 0
+
+
+def test_a_match_naming_what_a_tool_lacks_is_refused_at_load(tmp_path: Path) -> None:
+    """A match key the guarded tool lacks compares None with None, so every look-up agreed:
+    the synthesised ledger's transfer rule matched that way, and rule_mismatch earned 0.14 to
+    0.27 on its worlds. The loader now refuses such a rule."""
+    with pytest.raises(DomainError, match="not a parameter of both"):
+        mutant(tmp_path, "retail", "match: {order_id: order_id}}", "match: {id: order_id}}")

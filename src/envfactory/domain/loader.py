@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from envfactory.domain.spec import DomainSpec
+from envfactory.domain.spec import DomainSpec, PriorCallRule
 from envfactory.errors import DomainError
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "domains"
@@ -80,6 +80,17 @@ def builtin_domain_files() -> list[Path]:
     return sorted(BUILTIN_DIR.glob("*.yaml"))
 
 
+def _match_problems(rule: str, p: PriorCallRule, params: dict[str, set[str]]) -> list[str]:
+    """A ``match`` pairs a parameter of the guarded tool (``param`` or ``param.field``) with
+    one of the look-up's: a name either tool lacks would make every look-up agree."""
+    return [
+        f"rule {rule} matches {key!r} of {p.tool} with {value!r} of {p.needs}, "
+        "which is not a parameter of both"
+        for key, value in p.match.items()
+        if key.partition(".")[0] not in params[p.tool] or value not in params[p.needs]
+    ]
+
+
 def check_references(spec: DomainSpec) -> None:
     """Names that must exist: entities of refs, tools of plans and rules, rule ids of checks."""
     entities = spec.entities
@@ -106,10 +117,13 @@ def check_references(spec: DomainSpec) -> None:
         for c in a.require:
             if c.rule and c.rule not in rules:
                 problems.append(f"{a.name} enforces unknown rule {c.rule!r}")
+    params = {a.name: set(a.params) for a in spec.actions}
     for r in spec.rules:
         for tool in [r.prior_call.tool, r.prior_call.needs] if r.prior_call else []:
             if tool not in tools:
                 problems.append(f"rule {r.id} names unknown tool {tool!r}")
+        if r.prior_call and not problems:
+            problems += _match_problems(r.id, r.prior_call, params)
         if r.invariant and r.invariant.entity not in entities:
             problems.append(f"rule {r.id} names unknown entity {r.invariant.entity!r}")
     goal_ids = [g.id for g in spec.goals]

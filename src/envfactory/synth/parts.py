@@ -728,7 +728,7 @@ def ledger(t: Theme, rng: random.Random) -> Part:
         {
             "id": "look_before_moving",
             "text": f"Before a {m.word}, look at the sending {a.word} with {get}.",
-            "prior_call": {"tool": transfer, "needs": get, "match": {aid: "from_id"}},
+            "prior_call": {"tool": transfer, "needs": get, "match": {"from_id": aid}},
         },
     ]
     one = {aid: id_param(a.word, "AC")}
