@@ -35,6 +35,12 @@ from envfactory.verify.spoken import digits_of, stated_in
         ("seat 29 b", "29B"),
         ("tracking 2005 3786 6304", 200537866304),
         ("the Russo Brooks account", "Russo-Brooks"),
+        ("It came to 191 dollars and 76 cents.", 191.76),
+        ("$191 and 76 cents", 191.76),
+        ("one hundred ninety-one dollars seventy-six", 191.76),
+        ("one hundred ninety-one dollars and seventy-six cents", 191.76),
+        ("76 cents", 0.76),
+        ("5 dollars and 2 cents", 5.02),
     ],
 )
 def test_an_answer_in_any_form_is_stated(text: str, answer: object) -> None:
@@ -54,6 +60,9 @@ def test_an_answer_in_any_form_is_stated(text: str, answer: object) -> None:
         ("Wait a second.", 2),
         ("on June 18", "2026-06-19"),
         ("2026-06-19 at 9:00", "2026-06-19T18:57:00Z"),
+        ("refund 5 dollars for 20 items", 5.2),  # dollars then a count is no cents
+        ("300 dollars and 45 nights", 300.45),
+        ("76 cents", 76.01),
     ],
 )
 def test_other_values_are_not_the_answer(text: str, answer: object) -> None:

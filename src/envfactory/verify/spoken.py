@@ -3,8 +3,9 @@
 A request that states its own answer makes the question free, whatever the form: digits with
 odd spacing or separators ("12 .5", "1 200", "1,200.50", "12,5"), number words ("twelve",
 "one hundred and five", "twelve point five", "12 point 5", "twelve and a half"), units and
-currency ("$12.50", "12.5 GB"), dates in any usual form (ordinal words too: "June
-nineteenth"), clock times, and codes or words with odd spacing ("ORD - 00062", "29 b").
+currency ("$12.50", "12.5 GB", "191 dollars and 76 cents", "76 cents"), dates in any
+usual form (ordinal words too: "June nineteenth"), clock times, and codes or words with odd
+spacing ("ORD - 00062", "29 b").
 It reads generously: a leak scan would rather flag a request that only seems to state an
 answer than miss one. Each text is read once (cached), so checking every answer of a task is
 a set look-up per answer.
@@ -92,6 +93,10 @@ _RUN = re.compile(
 )
 _DIGITS_AND = re.compile(r"(\d+)\s+and\s+(?:a|one)\s+(half|quarter)\b")
 _POINT = re.compile(r"(\d+)\s*point\s*(\d+)")
+_MONEY = re.compile(
+    r"(?<![\d.])(?:(\d+)(?:\s*(?:dollars?|bucks|usd))?\s+(?:and\s+)?)?(\d{1,2})\s*cents?\b"
+    r"|(?<![\d.])(\d+)\s*(?:dollars?|bucks|usd)\s+(?:and\s+)?(\d{2})(?![\d.,%]|\s*[^\W_])"
+)
 _SPACED_DATE = re.compile(r"(?<=\d)\s*([-/])\s*(?=\d)")
 _NUMBER = re.compile(
     r"(?<![\w.-])(\d{1,3}(?:[ ,\u00a0\u202f]\d{3})+|\d+)(?:\s*[.]\s*(\d+)|,(\d{1,2})(?!\d))?"
@@ -178,6 +183,19 @@ def _numbers(text: str) -> set[float]:
         if comma is not None:
             out.add(float(f"{joined}.{comma}"))
             out.add(float(comma))
+    return out | _money(text)
+
+
+def _money(text: str) -> set[float]:
+    """Amounts said in dollars and cents: "191 dollars and 76 cents", "$191 and 76 cents",
+    "191 dollars 76" (number words already in digits) are 191.76; "76 cents" is 0.76."""
+    out: set[float] = set()
+    for match in _MONEY.finditer(text):
+        dollars, cents, whole, part = match.groups()
+        if cents is not None:
+            out.add(int(dollars or 0) + int(cents) / 100)
+        else:
+            out.add(int(whole) + int(part) / 100)
     return out
 
 
