@@ -9,10 +9,13 @@ from mutants import mutant, tasks_of
 
 import envfactory
 from envfactory.env import Environment
+from envfactory.quality import planted
 from envfactory.quality.adversary import CAP, FIRST, attack
+from envfactory.quality.mutants import catalogue
 from envfactory.quality.search import searches
 from envfactory.quality.search.blind import InstructionBlind
 from envfactory.quality.search.counterfactual import Counterfactual
+from envfactory.quality.search.leaks import generic_calls
 from envfactory.quality.search.sample import draw
 from envfactory.quality.search.sweep import SingleWriteSweep
 from envfactory.tasks.types import Task
@@ -139,3 +142,17 @@ def test_the_attack_refuses_the_planted_defect_and_attacks_more_tasks(tmp_path: 
     assert replayed.max == 1.0 and replayed.episodes == CAP
     sound = [name for name, s in found.exploits.items() if s.max == 0]
     assert sound and all(found.exploits[n].episodes == FIRST for n in sound)  # no more tasks
+
+
+def test_blind_plans_read_an_unmarked_no_argument_tool() -> None:
+    """A debugging status tool left without a read-only hint is still read with no
+    arguments: replying with what it shows pays where it shows the answer (issue 42,
+    check-reachable), and a world without such a tool has no more reads."""
+    check = next(m for m in catalogue() if m.name == "check-reachable-retail")
+    with check.planted() as env:
+        tasks = tasks_of(env, "order_total")
+        blind = InstructionBlind()
+        assert planted.STATUS_TOOL in [c.tool for c in blind.reads(env)]
+        assert blind.rewards(env, tasks) == [1.0] * len(tasks)
+    sound = envfactory.make("helpdesk")
+    assert InstructionBlind().reads(sound) == generic_calls(sound)

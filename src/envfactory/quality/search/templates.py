@@ -171,30 +171,36 @@ class TemplateSearch:
             return 0.0
         return self.play(env, player, task, template, self.seen(env, player, task))
 
+    def reads(self, env: Environment) -> list[PlanStep]:
+        """The calls a template's ``read`` indexes: the generic reads."""
+        return generic_calls(env)
+
     def seen(self, env: Environment, player: Player, task: Task) -> Seen:
-        return Seen(env, probe(player, task, generic_calls(env)), self.numbered)
+        return Seen(env, probe(player, task, self.reads(env)), self.numbered)
 
     def play(
         self, env: Environment, player: Player, task: Task, template: Template, seen: Seen
     ) -> float:
         """``template``'s reward on ``task`` (0.0 without an episode where it cannot be
         filled)."""
-        plan = build(env, template, seen)
+        plan = build(env, self.reads(env), template, seen)
         if plan is None:
             return 0.0
         steps, answers = plan
         return player.reward(task, steps, answers)
 
 
-def build(env: Environment, template: Template, seen: Seen) -> tuple[list[Step], list[Any]] | None:
-    """``template`` as a plan and reply on a task where ``seen`` was seen; None where it
-    cannot be filled."""
+def build(
+    env: Environment, reads: Sequence[PlanStep], template: Template, seen: Seen
+) -> tuple[list[Step], list[Any]] | None:
+    """``template`` as a plan and reply on a task where ``seen`` was seen (what ``reads``
+    showed); None where it cannot be filled."""
     k = seen.knowledge(template.read)
     if k is None:
         return None
     steps: list[Step] = []
     if template.read is not None:
-        steps.append((-1, generic_calls(env)[template.read]))
+        steps.append((-1, reads[template.read]))
     if template.write is not None:
         tool = next(t for t in seen.tools if t["function"]["name"] == template.write)
         args = write_args(tool, k, template.row, template.choice)
