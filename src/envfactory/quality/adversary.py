@@ -91,6 +91,7 @@ def exploit_policies(env: Environment) -> list[Policy]:
     writes = write_tools(env.tools("mcp"))
     out: list[Policy] = [
         EnumerateThroughUser(writes),
+        EnumerateThroughUser(writes, one=True),
         Shotgun(),
         Shotgun(chars=LONG_REPLY),
         FuzzArguments(),
