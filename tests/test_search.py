@@ -14,6 +14,7 @@ from envfactory.quality.adversary import CAP, FIRST, attack
 from envfactory.quality.mutants import catalogue
 from envfactory.quality.search import searches
 from envfactory.quality.search.blind import InstructionBlind
+from envfactory.quality.search.collateral import Collateral
 from envfactory.quality.search.counterfactual import Counterfactual
 from envfactory.quality.search.leaks import generic_calls
 from envfactory.quality.search.sample import draw
@@ -156,3 +157,14 @@ def test_blind_plans_read_an_unmarked_no_argument_tool() -> None:
         assert blind.rewards(env, tasks) == [1.0] * len(tasks)
     sound = envfactory.make("helpdesk")
     assert InstructionBlind().reads(sound) == generic_calls(sound)
+
+
+def test_a_write_beside_the_target_pays_only_without_the_collateral_gate() -> None:
+    """The gold plan plus the phone change repeated on a neighbouring customer: the planted
+    verifier without ``no_collateral`` pays, sound retail does not."""
+    sound = envfactory.make("retail")
+    tasks = tasks_of(sound, "update_phone", n=4)
+    assert Collateral().rewards(sound, tasks) == [0.0] * len(tasks)
+    blind = next(m for m in catalogue() if m.name == "collateral-ignored-retail")
+    with blind.planted() as env:
+        assert Collateral().rewards(env, tasks_of(env, "update_phone", n=4)) == [1.0] * 4

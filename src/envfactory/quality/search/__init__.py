@@ -41,6 +41,7 @@ class Search(Protocol):
 def searches(env: Environment) -> list[Search]:
     """Every search that applies to ``env``."""
     from envfactory.quality.search.blind import InstructionBlind
+    from envfactory.quality.search.collateral import Collateral
     from envfactory.quality.search.counterfactual import Counterfactual
     from envfactory.quality.search.leaks import leak_searches
     from envfactory.quality.search.priors import prior_searches
@@ -51,6 +52,7 @@ def searches(env: Environment) -> list[Search]:
         InstructionBlind(),
         SingleWriteSweep(),
         Counterfactual(),
+        Collateral(),
         *rule_searches(),
         *leak_searches(),
         *prior_searches(),
