@@ -36,7 +36,15 @@ KEYS = (
     "noisy_oracle_fall_power",
     "empty_levels",
 )
-EXPLOITS = {"enumerate", "shotgun", "shotgun_long", "fuzz", "mass_writes", "replay"} | {
+EXPLOITS = {
+    "enumerate",
+    "enumerate_one",
+    "shotgun",
+    "shotgun_long",
+    "fuzz",
+    "mass_writes",
+    "replay",
+} | {
     "dump_after_work",
     "dump_spread",
 }
