@@ -128,7 +128,7 @@ def test_an_exploit_that_pays_fails_the_audit() -> None:
     leaky = Leaky.__new__(Leaky)
     leaky.__dict__.update(env.__dict__)
     report = audit(leaky, n=60, diversity=50, exploit_n=10)
-    assert report.exploits["replay"].mean > 0.02 and 0 < report.exploits["replay"].episodes
+    assert report.exploits["replay"].mean > 0.02 and report.exploits["replay"].episodes > 0
     assert report.voided_by_agent == 0
     assert not report.passed
     assert any(p.startswith("exploit replay earns") for p in report.problems), report.problems
