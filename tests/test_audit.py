@@ -48,6 +48,8 @@ EXPLOITS = {
     "dump_after_work",
     "dump_spread",
 }
+STATS = {"mean", "max", "episodes", "did_the_work", "upper", "p", "refused"}
+SEARCHES = {"write_sweep", "counterfactual", "collateral"}  # in every database world
 
 
 DB_ENVS = [e for e in envfactory.list_envs() if envfactory.make(e).kind == "db"]
@@ -82,11 +84,11 @@ def test_every_database_world_passes_the_audit(
             assert r[f"{baseline}_reward_mean"] <= 0.05, (r["env"], baseline)
         assert r["tool_coverage"] >= 0.8
         assert r["plan_shapes_per_1k"] >= 50
-        assert set(r["exploits"]) == EXPLOITS, r["env"]
+        assert set(r["exploits"]) >= EXPLOITS | SEARCHES, r["env"]
         for name, stats in r["exploits"].items():
-            assert set(stats) == {"mean", "max", "episodes", "did_the_work"}
+            assert set(stats) == STATS
             assert 0 <= stats["did_the_work"] <= stats["episodes"] and stats["episodes"] > 0
-            assert stats["mean"] <= 0.02, (r["env"], name, stats)
+            assert not stats["refused"] and stats["p"] >= 0.01, (r["env"], name, stats)
         assert r["voided_by_agent"] == 0, r["env"]
 
 

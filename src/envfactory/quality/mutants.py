@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from envfactory.domain.loader import BUILTIN_DIR, parse_domain, read_mapping
 from envfactory.env import Environment
@@ -36,18 +36,7 @@ DefectClass = Literal[
     "collateral_ignored",
     "replay_leak",
 ]
-CLASSES: tuple[DefectClass, ...] = (
-    "write_any_row",
-    "read_lists_target",
-    "rule_skippable",
-    "answer_in_request",
-    "skewed_answers",
-    "check_reachable",
-    "oracle_user",
-    "voidable",
-    "collateral_ignored",
-    "replay_leak",
-)
+CLASSES: tuple[DefectClass, ...] = get_args(DefectClass)
 Domain = dict[str, Any]
 Transform = Callable[[Domain], None]
 WorldClass = type[DatabaseEnvironment]

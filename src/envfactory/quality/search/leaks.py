@@ -99,13 +99,14 @@ def first_listed(shown: Sequence[str]) -> dict[str, str]:
     return {prefix: row for prefix, (_, row) in best.items()}
 
 
-def _swapped(value: Any, swap: dict[str, str]) -> Any:
+def swapped(value: Any, swap: dict[str, str]) -> Any:
+    """``value`` with every string that ``swap`` names replaced, in lists and dicts too."""
     if isinstance(value, str):
         return swap.get(value, value)
     if isinstance(value, list):
-        return [_swapped(v, swap) for v in value]
+        return [swapped(v, swap) for v in value]
     if isinstance(value, dict):
-        return {k: _swapped(v, swap) for k, v in value.items()}
+        return {k: swapped(v, swap) for k, v in value.items()}
     return value
 
 
@@ -134,8 +135,8 @@ class ListedTarget:
             return 0.0  # no listing shows a row of the target's kind
         steps: list[Step] = [(-1, call) for call in calls]
         for i, step in gold_steps(task):
-            if _swapped(step.arguments, dict.fromkeys(swap, "")) != step.arguments:  # on a target
-                arguments = _swapped(step.arguments, swap)
+            if swapped(step.arguments, dict.fromkeys(swap, "")) != step.arguments:  # on a target
+                arguments = swapped(step.arguments, swap)
                 steps.append((i, step.model_copy(update={"arguments": arguments})))
         return player.reward(task, steps)
 
