@@ -291,3 +291,13 @@ def test_a_conversation_is_read_together() -> None:
     heard = ["Sure: my booking number is 41."]
     assert grade_conversation(said[-1], said, heard, [42])[0] == 1.0
     assert grade_conversation(None, said, [], [42])[0] == 0.0
+
+
+def test_list_markers_of_a_request_are_no_values_it_names() -> None:
+    """A request of numbered sub-goals did not name their numbers: a reply of the markers
+    is a list of candidates for a question answered 6 (it earned 1.0 when the markers were
+    excused as values the request names), not a repetition of the request."""
+    request = "A few things.\n1. What is the unit price of order ORD-00146?\n6. I need an email."
+    key = AnswerKey(request=request)
+    assert grade("1, 6", [6.0], key)[0] == 0.0  # the markers, not an answer
+    assert grade("The unit price is 6.", [6.0], key)[0] == 1.0

@@ -81,3 +81,10 @@ def test_it_is_fast_enough_for_every_answer_of_every_task() -> None:
         for answer in (12.5, "2026-06-19", "ORD-00062", "Russo-Brooks", 7):
             stated_in(text, answer)
     assert time.perf_counter() - start < 1.0
+
+
+def test_a_list_marker_states_nothing() -> None:
+    request = "Please:\n1. Cancel order ORD-00012.\n6. What is its unit price?"
+    assert not stated_in(request, 6)
+    assert not stated_in(request, 1)
+    assert stated_in(request + " I ordered 6.", 6)

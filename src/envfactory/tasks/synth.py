@@ -35,6 +35,7 @@ from envfactory.tasks.types import (
 )
 from envfactory.tools.runtime import RowLoad, RowsQuery
 from envfactory.verify.answers import Vocabulary, comparable
+from envfactory.verify.spoken import stated_in
 from envfactory.world.state import RowChange, hex_hash, patched_hash
 from envfactory.world.store import Store
 from envfactory.world.world import World
@@ -50,6 +51,13 @@ _PREFACES = (
     "Please help me with the following.",
     "There are a few things I'd like you to handle.",
 )
+
+
+def _states_an_answer(chosen: list[_Instance]) -> bool:
+    """Whether any sub-goal's request states any sub-goal's answer, in any form (a quantity
+    of 6 in one request answers a sibling's question whose answer is 6)."""
+    answers = [c.answer for c in chosen if c.answer is not None]
+    return any(stated_in(c.text, a) for c in chosen for a in answers)
 
 
 class _Reject(Exception):
@@ -571,6 +579,8 @@ class TaskFactory:
                 inst = self._instance(self.goals[gi], anchor_id, level, rng, chosen)
                 with self.store.transaction():
                     claimed |= self._execute(inst, claimed, split)
+                    if _states_an_answer([*chosen, inst]):
+                        raise _Reject("a request states an answer")
             except (_Reject, ExprError):
                 continue
             chosen.append(inst)

@@ -225,7 +225,7 @@ def _sheet(typed: tuple[tuple[type, Any], ...], request: str, words: tuple[str, 
     """The :class:`_Sheet` of the answers ``typed`` ((type, value) pairs: 1 is not True) under
     a key's request and words, kept per task."""
     expected = [e for _, e in typed]
-    asked = _Reading.of(request)
+    asked = _Reading.of(m.without_list_markers(request))
     # Distinct values by kind: two questions with the same answer are answered by one value.
     counts = Counter(kind for kind, _ in {(_counted(e), comparable(e)) for e in expected})
     kinds: dict[Kind, _Kind] = {}

@@ -226,5 +226,14 @@ def phrases_named(text: str, phrases: Iterable[str]) -> set[str]:
     return named
 
 
+_LIST_MARKER = re.compile(r"(?m)^[ \t]*\d{1,2}[.)](?=\s)")
+
+
+def without_list_markers(text: str) -> str:
+    """``text`` with the numbers that open its lines as list markers ("6. I need ...")
+    blanked: they count the requests, they are no values a request names."""
+    return _LIST_MARKER.sub(lambda found: " " * len(found.group(0)), text)
+
+
 def norm(text: str) -> str:
     return " ".join(text.lower().split())

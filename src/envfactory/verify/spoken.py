@@ -221,7 +221,7 @@ def stated_in(text: str, answer: Any) -> bool:
     request holds yes and no in its own words)."""
     if isinstance(answer, bool) or answer is None:
         return False
-    said = _read(text)
+    said = _read(m.without_list_markers(text))
     kind = kind_of(answer)
     if kind in ("number", "fraction"):
         value = abs(float(answer))
