@@ -301,3 +301,13 @@ def test_list_markers_of_a_request_are_no_values_it_names() -> None:
     key = AnswerKey(request=request)
     assert grade("1, 6", [6.0], key)[0] == 0.0  # the markers, not an answer
     assert grade("The unit price is 6.", [6.0], key)[0] == 1.0
+
+
+def test_the_options_of_a_choice_are_rivals_not_repetitions() -> None:
+    """tau2's "whether you used your visa, mastercard, or amex": a reply of the three options
+    earned the answer when every value the request names was excused."""
+    key = AnswerKey(request="Did you use your visa, mastercard, or amex credit card?")
+    words = ["visa", "mastercard", "amex", "paypal"]
+    key = AnswerKey(request=key.request, words=words)
+    assert grade("visa, mastercard, amex", ["mastercard"], key)[0] == 0.0
+    assert grade("You paid with your mastercard.", ["mastercard"], key)[0] == 1.0

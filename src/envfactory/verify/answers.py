@@ -232,7 +232,11 @@ def _sheet(typed: tuple[tuple[type, Any], ...], request: str, words: tuple[str, 
     for kind, allowed in counts.items():
         of_kind = [e for e in expected if _counted(e) == kind]
         names = m.longest_first(m.norm(w) for w in (*words, *map(str, of_kind)))
-        excused = asked.candidates(kind, of_kind, names) | _embedded(kind, of_kind, expected, names)
+        # The values a request names are no guesses, unless it names an answer among them:
+        # then they are the options of a choice ("visa, mastercard or amex?"), each a rival.
+        options = any(asked.gives(e) for e in of_kind)
+        repeated = set() if options else asked.candidates(kind, of_kind, names)
+        excused = repeated | _embedded(kind, of_kind, expected, names)
         kinds[kind] = _Kind(tuple(of_kind), names, allowed, frozenset(excused))
     return _Sheet(tuple((e, kind_of(e), comparable(e)) for e in expected), kinds)
 
