@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 
 from mutants import mutant, tasks_of
@@ -32,12 +34,19 @@ ODD_APNS = """  - name: list_odd_apn_lines
 
 
 def test_an_answer_in_the_request_is_found(tmp_path: Path) -> None:
-    """A mutant's request states the due date it asks for, as a pretty date (so the
-    synthesiser's literal check of the ISO date lets it through)."""
+    """A mutant's request states the due date it asks for, as a pretty date: the synthesiser
+    now keeps such tasks out (it reads requests with stated_in), and the scan finds the same
+    leak in a request written so by hand."""
     env = mutant(tmp_path, "library", DUE, DUE + " I noted {pretty_date(anchor.due_on)}.")
-    tasks = [t for t in tasks_of(env, "due_date", n=30) if "I noted" in t.public.instruction]
-    assert tasks
-    assert AnswerInRequest().rewards(env, tasks) == [1.0] * len(tasks)
+    made = tasks_of(env, "due_date", n=30)
+    assert not [t for t in made if "I noted" in t.public.instruction]
+    leaky = []
+    for t in made[:5]:
+        day = dt.date.fromisoformat(str(t.hidden.answers[0]))
+        text = f"{t.public.instruction} I noted {day:%B} {day.day}, {day.year}."
+        leaky.append(replace(t, public=t.public.model_copy(update={"instruction": text})))
+    assert AnswerInRequest().rewards(env, leaky) == [1.0] * len(leaky)
+    assert AnswerInRequest().rewards(env, made[:5]) == [0.0] * len(made[:5])
 
 
 def test_a_sound_request_states_no_answer() -> None:

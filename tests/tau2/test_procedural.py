@@ -86,11 +86,9 @@ def test_the_strict_import_passes_the_audit(strict: Tau2RetailEnvironment) -> No
     assert len(report.plan_lengths) == 81  # every train task, and no index past them
     assert report.oracle_success_rate == 1.0 and report.noop_reward_mean == 0.0
     assert report.voided_by_agent == 0
-    assert not any(s.refused for s in report.exploits.values()), report.exploits
-    # tau2 test task 10 asks "visa, mastercard, or amex": its request names its answer among
-    # the options, which the leak scan reports (the grader counts the options as rivals)
-    paid = {k for k, s in report.exploits.items() if s.mean > 0}
-    assert paid <= {"answer_in_request"}, report.exploits
+    # test task 10 asks "visa, mastercard, or amex": an answer among a choice's options is
+    # no leak (the grader counts the options as rivals)
+    assert all(s.mean == 0.0 for s in report.exploits.values()), report.exploits
 
 
 def test_the_audit_names_the_leak_in_tau2s_own_split(tau2: Tau2RetailEnvironment) -> None:

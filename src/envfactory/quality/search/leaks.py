@@ -3,7 +3,8 @@
 Two leaks, each scored per task:
 
 - ``answer_in_request``: the request states the answer it asks for, in any form
-  (:func:`~envfactory.verify.spoken.stated_in`: digits, words, units, spacing). A finding,
+  (:func:`~envfactory.verify.spoken.stated_in`: digits, words, units, spacing), other than
+  as one option of a choice the grader counts as rivals. A finding,
   not a played exploit: a task scores the share of its answers its instruction states,
   whether or not a policy would find them.
 - ``listed_target``: a read tool called with no value from the instruction (no arguments, or
@@ -26,6 +27,7 @@ from envfactory.env import Environment
 from envfactory.policies.scripted import write_tools
 from envfactory.quality.search.script import Player, Step, gold_steps
 from envfactory.tasks.types import PlanStep, Task
+from envfactory.verify.answers import gives, grade
 from envfactory.verify.spoken import stated_in
 
 _ROW_ID = re.compile(r"\b([A-Z][A-Z0-9]*-)\d+\b")
@@ -49,7 +51,19 @@ def _stated_share(task: Task) -> float:
     answers = task.hidden.answers
     if not answers:
         return 0.0
-    return sum(stated_in(task.public.instruction, a) for a in answers) / len(answers)
+    return sum(_leaks(task, a) for a in answers) / len(answers)
+
+
+def _leaks(task: Task, answer: Any) -> bool:
+    """Whether the request gives ``answer`` away: it states it, and not as one option of a
+    choice ("visa, mastercard, or amex") — where the grader reads it there, a leak is a
+    request that, said back, earns the answer."""
+    text = task.public.instruction
+    if not stated_in(text, answer):
+        return False
+    if not gives(text, answer):
+        return True  # stated in a form the grader does not read ("12 point 5")
+    return grade(text, [answer], task.hidden.answer_key)[0] > 0
 
 
 def generic_calls(env: Environment) -> list[PlanStep]:
