@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from envfactory.episode.base import EpisodeConfig, ToolEpisode, error_observation, unknown_tool
 from envfactory.episode.noise import fault
@@ -138,6 +139,14 @@ class DatabaseEpisode(ToolEpisode):
     def changes(self) -> list[RowChange]:
         return self.store.changes()
 
+    def _row_as_found(self, key: Any) -> Mapping[str, Any] | None:
+        """The row an id names as the episode found it (a rule's match reads the book a
+        return names as it was lent, not as the return left it)."""
+        for change in self.store.changes():
+            if change.key == key:
+                return change.before
+        return self.store.row_by_id(key)
+
     def state_hash(self) -> str:
         return hex_hash(self.store.state_hash())
 
@@ -158,5 +167,5 @@ class DatabaseEpisode(ToolEpisode):
             self.env.rubric,
             said=self.to_user,
             heard=self.from_user,
-            row=self.store.row_by_id,
+            row=self._row_as_found,
         )

@@ -95,7 +95,7 @@ entities:
 rules:
   - id: check_loans_first
     text: Look at the member's loans before recording a return.
-    prior_call: {{tool: return_book, needs: list_loans}}
+    prior_call: {{tool: return_book, needs: list_loans, match: {{book_id.holder_id: member_id}}}}
   - id: no_overdue_renewals
     text: Overdue books cannot be renewed; they must be returned.
   - id: loan_limit

@@ -21,7 +21,7 @@ from envfactory.verify.verdict import RubricItem, Verdict
 from envfactory.world.state import RowChange
 
 RowLookup = Callable[[Any], Mapping[str, Any] | None]
-"""The row an id names in the episode's state (None when there is none)."""
+"""The row an id names, as the episode found it (None when there is none)."""
 
 
 class RuleChecker:
