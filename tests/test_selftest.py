@@ -19,7 +19,16 @@ from envfactory.registry import list_envs
 # when the task is made; the grader counts every date said to the user, so a user that
 # confirms one of several dates asked in turn earns nothing; a tool expression that fails on
 # odd input is a tool error, not a crash.
-NOT_LIVE = {"answer-in-request-digits", "oracle-user-clinic", "voidable-expression"}
+# The engine keeps these out: task synthesis rejects a request that states an answer in any
+# form (verify.spoken.stated_in), the grader counts dates said one by one, and a failing tool
+# expression is a tool error.
+NOT_LIVE = {
+    "answer-in-request-digits",
+    "answer-in-request-cents",
+    "answer-in-request-words",
+    "oracle-user-clinic",
+    "voidable-expression",
+}
 
 
 def test_every_class_is_planted_on_named_mutants() -> None:

@@ -57,7 +57,7 @@ def test_synth_json_contract(library: tuple[Path, dict[str, Any]]) -> None:
         audit = r["audit"]
         assert r["passed"] and audit["oracle_success_rate"] == 1.0 and audit["deterministic"]
         assert all(audit[f"{b}_reward_mean"] <= 0.05 for b in ("noop", "random", "spam", "guess"))
-        assert all(e["max"] <= 0.02 for e in audit["exploits"].values())
+        assert not any(e["refused"] for e in audit["exploits"].values())  # by the 1% test
 
 
 def _digest(index: int) -> str:
