@@ -103,11 +103,7 @@ class _Reading:
         if kind in ("number", "fraction"):
             return self.amounts.has(float(expected))
         if kind == "date":
-            text = str(expected).strip()
-            stamp = ISO_DATE_TIME.match(text)
-            day = m.date_of(stamp.group(1) if stamp else text)
-            said_day = any(m.same_day(day, said) for said in self.days)
-            return said_day and (stamp is None or m.time_of(stamp.group(2)) in self.times)
+            return names_date(expected, self.days, self.times)
         if kind == "time":
             return m.time_of(str(expected).strip()) in self.times
         if kind == "yes/no":
@@ -116,6 +112,16 @@ class _Reading:
             code = str(expected).lower()
             return code in m.read_codes(self.blanked, m.code_pattern(code))
         return m.says(self.text, m.norm(str(expected)))
+
+
+def names_date(expected: Any, days: Iterable[m.Date], times: Iterable[int]) -> bool:
+    """Whether the ``days`` and clock ``times`` a text names give the date (or date-time)
+    ``expected``: the day, and for a date-time its clock time too."""
+    text = str(expected).strip()
+    stamp = ISO_DATE_TIME.match(text)
+    day = m.date_of(stamp.group(1) if stamp else text)
+    on_day = any(m.same_day(day, said) for said in days)
+    return on_day and (stamp is None or m.time_of(stamp.group(2)) in times)
 
 
 def comparable(expected: Any) -> Any:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from envfactory.verify import mentions as m
-from envfactory.verify.answers import ISO_DATE_TIME, kind_of
+from envfactory.verify.answers import kind_of, names_date
 
 _UNITS = [
     "zero",
@@ -227,11 +227,7 @@ def stated_in(text: str, answer: Any) -> bool:
         value = abs(float(answer))
         return any(abs(v - value) <= 0.005 for v in said.numbers)
     if kind == "date":
-        raw = str(answer).strip()
-        stamp = ISO_DATE_TIME.match(raw)
-        day = m.date_of(stamp.group(1) if stamp else raw)
-        on_day = any(m.same_day(day, d) for d in said.days)
-        return on_day and (stamp is None or m.time_of(stamp.group(2)) in said.times)
+        return names_date(answer, said.days, said.times)
     if kind == "time":
         return m.time_of(str(answer).strip()) in said.times
     token = m.norm(str(answer))
