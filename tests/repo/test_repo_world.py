@@ -11,7 +11,7 @@ import envfactory
 from envfactory.episode.runner import run_episode
 from envfactory.episode.types import ToolCall
 from envfactory.policies.scripted import NoOp, Oracle
-from envfactory.quality.adversary import play
+from envfactory.quality.play import play
 from envfactory.repo import projects
 from envfactory.repo.confine import collateral
 from envfactory.repo.environment import RepoEnvironment, RepoHidden

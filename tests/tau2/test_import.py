@@ -19,7 +19,7 @@ from envfactory.peers.tau2.tasks import Imported, reproducible
 from envfactory.peers.tau2.tools import ENFORCED_RULES
 from envfactory.policies.exploits import ReplayTrain
 from envfactory.policies.scripted import Oracle
-from envfactory.quality.adversary import play
+from envfactory.quality.play import play
 
 # tau2-bench's retail toolkit: tool names and parameters, in order (facts of its API).
 TAU2_TOOLS = {

@@ -31,7 +31,6 @@ from pydantic import BaseModel, Field
 
 from envfactory.env import Environment
 from envfactory.episode.base import Episode
-from envfactory.episode.types import ToolCall
 from envfactory.policies.dumps import dump_policies
 from envfactory.policies.exploits import (
     LONG_REPLY,
@@ -44,6 +43,7 @@ from envfactory.policies.exploits import (
     TerminalTrick,
 )
 from envfactory.policies.scripted import Policy, write_tools
+from envfactory.quality.play import play_traced
 from envfactory.quality.search import Search, searches
 from envfactory.quality.search.sample import draw
 from envfactory.quality.stats import (
@@ -105,55 +105,6 @@ def exploit_policies(env: Environment) -> list[Policy]:
     if callable(extra):
         out += extra()
     return out
-
-
-def play(env: Environment, task: Task, policy: Policy, episode: Episode) -> float | None:
-    """One episode of ``policy``: its reward, or None when the agent's input voided it
-    (``env_error``, or an exception out of ``step()`` or ``evaluate()``). The policy's own
-    errors are not caught: they are the audit's bugs."""
-    return _play(env, task, policy, episode)[0]
-
-
-def _play(
-    env: Environment, task: Task, policy: Policy, episode: Episode
-) -> tuple[float | None, bool]:
-    """:func:`play`'s reward, and whether the episode made every call of the gold plan."""
-    obs = episode.reset(task)
-    policy.start(task, env.tools("openai"))
-    calls: list[tuple[str, Any]] = []
-    while not obs.done:
-        action = policy.act(obs)
-        if isinstance(action, ToolCall):
-            calls.append((action.tool, action.arguments))
-        try:
-            obs = episode.step(action)
-        except Exception:
-            return None, False
-    try:
-        verdict = episode.evaluate()
-    except Exception:
-        return None, False
-    if verdict.status == "env_error":
-        return None, False
-    return verdict.reward or 0.0, _made_gold_calls(task, calls)
-
-
-def _made_gold_calls(task: Task, calls: list[tuple[str, Any]]) -> bool:
-    """Whether ``calls`` hold every call of the task's gold plan (a plan of at least one call
-    whose arguments need nothing from the user): a call of the step's tool with each of the
-    step's arguments (an optional extra one changes nothing the check reads)."""
-    plan = getattr(task.hidden, "gold_plan", None) or []
-    if not plan or any(step.from_user for step in plan):
-        return False
-    return all(
-        any(
-            tool == step.tool
-            and isinstance(args, dict)
-            and all(k in args and args[k] == v for k, v in step.arguments.items())
-            for tool, args in calls
-        )
-        for step in plan
-    )
 
 
 def attack(
@@ -248,7 +199,7 @@ class _Run:
     def policy(self, policy: Policy, tasks: Sequence[Task]) -> list[float]:
         out = []
         for task in tasks:
-            reward, did_the_work = _play(self.env, task, policy, self.episode)
+            reward, did_the_work = play_traced(self.env, task, policy, self.episode)
             if reward is None:
                 self.voided.append(f"{policy.name} on {task.task_id}")
                 _close(self.episode)

@@ -18,6 +18,7 @@ from envfactory.env import Environment
 from envfactory.episode.base import Episode
 from envfactory.episode.types import Observation
 from envfactory.policies.scripted import Action, write_tools
+from envfactory.quality.play import play
 from envfactory.quality.search.rule_bypass import neighbour
 from envfactory.quality.search.script import Plan, Step, commit_tool, gold_steps
 from envfactory.tasks.types import PlanStep, Task
@@ -53,7 +54,6 @@ class Collateral:
         return bool(self._writes(env))
 
     def rewards(self, env: Environment, tasks: Sequence[Task]) -> list[float]:
-        from envfactory.quality.adversary import play  # here: the adversary runs the searches
 
         writes = self._writes(env)
         self.voided = []

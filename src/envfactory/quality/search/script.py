@@ -16,6 +16,7 @@ from envfactory.env import Environment
 from envfactory.episode.base import Episode
 from envfactory.episode.types import ToolCall
 from envfactory.policies.scripted import Oracle
+from envfactory.quality.play import play
 from envfactory.tasks.types import PlanStep, Task
 
 Step = tuple[int, PlanStep]
@@ -51,7 +52,6 @@ class Player:
 
     def reward(self, task: Task, steps: Sequence[Step], answers: Sequence[Any] = ()) -> float:
         """What ``steps`` then a reply giving ``answers`` earn on ``task``."""
-        from envfactory.quality.adversary import play  # here: the adversary runs the searches
 
         if self.episode is None:
             self.episode = self.env.episode()
