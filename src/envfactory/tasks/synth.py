@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from _typeshed import SupportsLenAndGetItem
 
 _T = TypeVar("_T")
+
+GUESS_SHARE = 0.1  # the most one answer may answer of a question template's anchors
 
 _PREFACES = (
     "I need a few things done.",
@@ -295,6 +298,7 @@ class TaskFactory:
         for gi, goal in enumerate(self.goals):
             by_split: dict[str, list[str]] = {s: [] for s, _ in SPLIT_SHARES}
             held: list[tuple[str, Split, Any]] = []  # held-out anchors that ask, and the answer
+            answers: dict[str, Any] = {}  # anchor -> the answer of one draw, as compared
             entity = goal.spec.anchor.entity
             table = self.world.tables[entity]
             for values in self.world.base.rows[entity].values():
@@ -307,6 +311,8 @@ class TaskFactory:
                     answer = self._trial(goal, self._bind(goal, row, random.Random(0)), split)
                 except (_Reject, ExprError):
                     continue
+                if answer is not None:
+                    answers[row["id"]] = comparable(answer)
                 if split == "train" or answer is None:
                     by_split[split].append(row["id"])
                 else:
@@ -316,6 +322,7 @@ class TaskFactory:
                 for anchor_id, split, answer in held:
                     if comparable(answer) not in asked:
                         by_split[split].append(anchor_id)
+                by_split = _unguessable(by_split, answers)
             out[gi] = by_split
         self._viable = out
         return out
@@ -628,6 +635,7 @@ class TaskFactory:
             target=target,
             answers=answers,
             answer_goals=[c.goal.spec.id for c in chosen if c.answer is not None],
+            questions=[_question_key(c) for c in chosen if c.answer is not None],
             answer_key=self.vocabulary.key(instruction, answers),
             profile=profile,
             asks=asks,
@@ -710,6 +718,26 @@ class _EveryDraw(random.Random):
         return False
 
 
+def _unguessable(by_split: dict[str, list[str]], answers: dict[str, Any]) -> dict[str, list[str]]:
+    """A question template's anchors, by split, with no answer given by more than
+    ``GUESS_SHARE`` of a split's anchors (the rest of its anchors are dropped, the first kept);
+    none at all when the template's answers take fewer than ``1 / GUESS_SHARE`` values over
+    the whole world, so its most frequent answer, a guess made without reading the question,
+    would be right on more than that share of its tasks (a status of three values, a count of
+    a few children)."""
+    if len(set(answers.values())) * GUESS_SHARE < 1:
+        return {split: [] for split in by_split}
+    out: dict[str, list[str]] = {}
+    for split, anchors in by_split.items():
+        cap, seen = max(1, int(GUESS_SHARE * len(anchors))), Counter[Any]()
+        out[split] = []
+        for anchor in anchors:
+            seen[answers[anchor]] += 1
+            if seen[answers[anchor]] <= cap:
+                out[split].append(anchor)
+    return out
+
+
 def _slots(index: int, width: int, size: int, redraws: int, extra: int, *salt: str) -> list[int]:
     """Pool positions to try for a task: each of its own ``width`` slots up to ``redraws``
     times (each try draws the bindings anew), then ``extra`` fallbacks drawn by hash. Every
@@ -755,6 +783,10 @@ def _user_steps(
 
 def _answer_text(v: Any) -> str:
     return f"{v:.2f}" if isinstance(v, float) else str(v)
+
+
+def _question_key(inst: _Instance) -> str:
+    return json.dumps(inst.question(), default=str)
 
 
 def fingerprint(target: list[TargetChange], questions: list[Any]) -> str:

@@ -86,6 +86,11 @@ class HiddenTask(BaseModel):
     answer_goals: list[str] = Field(
         default_factory=list, description="the goal template each answer answers, in order"
     )
+    questions: list[str] = Field(
+        default_factory=list,
+        description="per answer, what it asks (template, row, answer): a task that asks one "
+        "again asks the same question; empty where a kind records none",
+    )
     answer_key: AnswerKey = Field(
         default_factory=AnswerKey, description="the candidates a reply is graded against"
     )

@@ -18,8 +18,9 @@ from typing import Any
 
 from envfactory.env import Environment
 from envfactory.quality.search.script import Player, reply_steps
-from envfactory.tasks.answer_balance import answers_by_template, cell
+from envfactory.tasks.answer_balance import cell
 from envfactory.tasks.types import Split, Task
+from envfactory.verify.answers import comparable
 
 CONSTANTS = ("0", "1", "yes", "no")
 FIRST_WORD = "first_word"
@@ -35,28 +36,26 @@ def pool(env: Environment, split: Split, per_cell: int = PER_CELL) -> list[Task]
 class PriorGuess:
     """One fixed guess: ``mode`` (the template's most frequent answer in the task's own split,
     which its public view names), ``mode_train`` (in train, on every task), ``first_word`` or
-    one of :data:`CONSTANTS`. A mode is counted without the task's own answers: a value asked
-    once is no prior."""
+    one of :data:`CONSTANTS`. A mode is counted over distinct questions, without the task's
+    own: a value asked once is no prior, and a question asked again is not another."""
 
     def __init__(self, guess: str, per_cell: int = PER_CELL) -> None:
         self.guess = guess
         self.per_cell = per_cell
         self.name = f"prior_{guess}"
-        self._counts: dict[tuple[str, Split], tuple[dict[str, Counter[Any]], set[str]]] = {}
+        self._asked: dict[tuple[str, Split], dict[str, dict[str, Any]]] = {}
 
     def applies(self, env: Environment) -> bool:
         return any(t.hidden.answers for d in env.difficulties for t in cell(env, "train", d, 10))
 
     def _mode(self, env: Environment, task: Task, template: str) -> Any:
         split: Split = "train" if self.guess == f"{MODE}_train" else task.public.split
-        if (env.id, split) not in self._counts:
-            tasks = pool(env, split, self.per_cell)
-            self._counts[env.id, split] = answers_by_template(tasks), {t.task_id for t in tasks}
-        counts, pooled = self._counts[env.id, split]
-        seen = Counter(counts.get(template, Counter()))
-        if task.task_id in pooled:
-            seen.subtract(answers_by_template([task]).get(template, Counter()))
-        best = [(v, n) for v, n in seen.most_common(1) if n > 0]
+        if (env.id, split) not in self._asked:
+            self._asked[env.id, split] = questions_by_template(pool(env, split, self.per_cell))
+        own = set(questions_by_template([task]).get(template, {}))
+        asked = self._asked[env.id, split].get(template, {})
+        seen = Counter(answer for key, answer in asked.items() if key not in own)
+        best = seen.most_common(1)
         return _said(best[0][0]) if best else None
 
     def values(self, env: Environment, task: Task) -> list[Any]:
@@ -79,6 +78,19 @@ class PriorGuess:
             out.append(player.reward(task, reply_steps(env, values), values))
         player.close()
         return out
+
+
+def questions_by_template(tasks: Sequence[Task]) -> dict[str, dict[str, Any]]:
+    """Each goal template's distinct questions over ``tasks`` (what it asks -> the answer, as
+    compared): a question asked again is one question, its answer no prior. A task of a kind
+    that records no question keys asks each of its questions once."""
+    out: dict[str, dict[str, Any]] = {}
+    for task in tasks:
+        hidden = task.hidden
+        keys = hidden.questions or [f"{task.task_id}#{i}" for i in range(len(hidden.answers))]
+        for goal, key, answer in zip(hidden.answer_goals, keys, hidden.answers, strict=True):
+            out.setdefault(goal, {})[key] = comparable(answer)
+    return out
 
 
 def _said(value: Any) -> Any:
