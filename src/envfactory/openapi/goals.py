@@ -1,8 +1,8 @@
 """Goal templates from the resource graph, the same for every API.
 
 Level 1: ask a field of a row, change a field, create a row (under a parent), delete a row.
-Level 2: count or total a parent's children, ask about a row's parent (two reads), copy a
-field from one row to another, link a row to another one.
+Level 2: the top child or the total of a parent's children, ask about a row's parent (two
+reads), copy a field from one row to another, link a row to another one.
 Level 3: a conditional update (or delete) that turns on the row's current state.
 Level 4: update every child that matches a condition; delete a row with all its children.
 
@@ -19,6 +19,7 @@ from envfactory.openapi.fields import NO_ARGS
 from envfactory.openapi.model import Entity, Field, Model, Tool
 from envfactory.openapi.names import article, human, words
 from envfactory.policies.scripted import Guess, answer_text
+from envfactory.tasks.synth import GUESS_SHARE
 
 MAX_ASKED = 4
 MAX_UPDATED = 3
@@ -189,8 +190,9 @@ class GoalBuilder:
     def askable(entity: Entity) -> list[Field]:
         """Fields worth a question, most telling first (no ids, names or metadata; no field
         of plain dictionary words: such an answer cannot be told from the words of the reply
-        around it, so it cannot be graded as one committed value; no enum of one or two values,
-        like a boolean: a single blind guess is right half the time or more)."""
+        around it, so it cannot be graded as one committed value; no boolean and no enum of
+        fewer than ``1 / GUESS_SHARE`` values: a blind guess would be right too often, and the
+        task factory does not ask such a question)."""
         naming = entity.naming_field
         fields = [
             f
@@ -198,7 +200,7 @@ class GoalBuilder:
             if n != naming
             and not f.ref
             and f.spec.get("faker") != "word"
-            and (not f.enum or len(f.enum) > 2)
+            and (not f.enum or len(f.enum) * GUESS_SHARE >= 1)
         ]
         return sorted((f for f in fields if f.type != "boolean" and meaningful(f)), key=rank)[
             :MAX_ASKED
@@ -379,50 +381,16 @@ class GoalBuilder:
 
     # -- level 2 -----------------------------------------------------------------------------
 
-    def count_children(self, p: Entity) -> None:
+    def children_facts(self, p: Entity) -> None:
+        """Questions over a parent's children that one listing answers: which child has the
+        highest (or latest) value of a field, and the total of a numeric field. Counts are not
+        asked: a parent holds a few children, so a blind guess of a count is often right."""
         for c in children(self.model, p):
             step = self.listing(c, "anchor.id")
             if step is None:
                 continue
             let = {"kids": {"rows": {"rows": c.key, "where": {c.parent_field: "=anchor.id"}}}}
-            self.add(
-                {
-                    "id": f"count_{c.key}_of_{p.key}".lower(),
-                    "level": 2,
-                    "anchor": {"entity": p.key},
-                    "let": let,
-                    "require": ["len(kids) >= 1", safe_answer("len(kids)")],
-                    "plan": [step],
-                    "instruction": [
-                        f"How many {c.labels} does {{ref:anchor}} have?",
-                        f"Count the {c.labels} of {{ref:anchor}} for me.",
-                        f"What's the number of {c.labels} under {{ref:anchor}}?",
-                    ],
-                    "answer": "len(kids)",
-                }
-            )
-            for f in [f for f in c.fields.values() if f.enum and not f.ref][:1]:
-                self.add(
-                    {
-                        "id": f"count_{c.key}_{f.name}_of_{p.key}".lower(),
-                        "level": 2,
-                        "anchor": {"entity": p.key},
-                        "let": {
-                            **let,
-                            "k": {"between": [0, 9999]},
-                            "v": {"value": f"kids[k % len(kids)].{f.name}"},
-                        },
-                        "require": ["len(kids) >= 2", "v is not None"],
-                        "plan": [step],
-                        "instruction": [
-                            f"How many of the {c.labels} of {{ref:anchor}} have "
-                            f"{human(f.api)} '{{v}}'?",
-                            f"Among the {c.labels} of {{ref:anchor}}, how many are '{{v}}' "
-                            f"({human(f.api)})?",
-                        ],
-                        "answer": f"len([x for x in kids if x.{f.name} == v])",
-                    }
-                )
+            self._top_child(p, c, step, let)
             for f in [f for f in c.fields.values() if f.type == "number" and not f.enum][:1]:
                 self.add(
                     {
@@ -445,6 +413,41 @@ class GoalBuilder:
                         "answer": f"money(sum(x.{f.name} for x in kids))",
                     }
                 )
+
+    def _top_child(self, p: Entity, c: Entity, step: dict[str, Any], let: Goal) -> None:
+        """Which child has the highest (latest) value of its first number or date field, named
+        by its name (or id): a row of the world, not one of a few values."""
+        ordered = [
+            f for f in c.fields.values() if f.type in ("integer", "number", "date") and not f.ref
+        ]
+        if not ordered or ordered[0].enum:
+            return
+        f, named = ordered[0], c.naming_field or "id"
+        most = "latest" if f.type == "date" else "highest"
+        said = "name" if c.naming_field else "ID"
+        top = f"[x for x in kids if x.{f.name} == best]"
+        self.add(
+            {
+                "id": f"top_{c.key}_{f.name}_of_{p.key}".lower(),
+                "level": 2,
+                "anchor": {"entity": p.key},
+                "let": {**let, "best": {"value": f"max(x.{f.name} for x in kids)"}},
+                "require": [
+                    "len(kids) >= 2",
+                    f"all(x.{f.name} is not None for x in kids)",
+                    f"len({top}) == 1",
+                    safe_answer(f"{top}[0].{named}"),
+                ],
+                "plan": [step],
+                "instruction": [
+                    f"Which {c.label} of {{ref:anchor}} has the {most} {human(f.api)}? "
+                    f"Tell me its {said}.",
+                    f"Among the {c.labels} of {{ref:anchor}}, find the one with the {most} "
+                    f"{human(f.api)} and give me its {said}.",
+                ],
+                "answer": f"{top}[0].{named}",
+            }
+        )
 
     def ask_parent(self, c: Entity) -> None:
         """Two reads: the row, then the row it belongs to (or refers to)."""
@@ -682,7 +685,7 @@ def build_goals(model: Model) -> list[Goal]:
         b.update(e)
         b.create(e)
         b.delete(e)
-        b.count_children(e)
+        b.children_facts(e)
         b.ask_parent(e)
         b.copy_field(e)
         b.relink(e)
