@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from mutants import mutant
 
 import envfactory
 from envfactory.quality.search.priors import PriorGuess, pool, prior_searches
+from envfactory.tasks import synth
 from envfactory.tasks.answer_balance import answers_by_template
 from envfactory.verify.answers import comparable
 
@@ -20,7 +22,20 @@ def _questions(env: envfactory.Environment, split: str = "train") -> list[envfac
     return tasks
 
 
-def test_a_template_answered_by_one_value_pays_its_mode_and_the_constant(tmp_path: Path) -> None:
+def test_the_synthesiser_does_not_ask_a_template_answered_by_one_value(tmp_path: Path) -> None:
+    """Every total "yes": the template is never asked (a blind guess would be right); the
+    sound world asks it."""
+    assert _questions(envfactory.make("retail"))
+    env = mutant(tmp_path, "retail", TOTAL, 'answer: "True"')
+    tasks = [t for d in env.difficulties for t in env.tasks("train", d, 40)]  # type: ignore[arg-type]
+    assert not any("order_total" in t.hidden.answer_goals for t in tasks)
+
+
+def test_a_template_answered_by_one_value_pays_its_mode_and_the_constant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the synthesiser's guard off, the prior guesses find the same defect."""
+    monkeypatch.setattr(synth, "GUESS_SHARE", 1.0)
     env = mutant(tmp_path, "retail", TOTAL, 'answer: "True"')  # every total is "yes"
     tasks = _questions(env)
     counts = answers_by_template(pool(env, "train", per_cell=10))
