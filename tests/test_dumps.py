@@ -73,7 +73,7 @@ def test_candidates_spread_over_messages_are_counted_together() -> None:
 def test_the_audit_runs_the_dumps_and_never_excuses_them() -> None:
     env = envfactory.make("hr")
     assert {"dump_after_work", "dump_spread"} <= {p.name for p in exploit_policies(env)}
-    assert all(p.uses_gold_reads for p in dump_policies(set()))
+    assert all(p.never_excused for p in dump_policies(set()))
     result = attack(env, _questions(env, 2), [])
     for mode in MODES:
         assert result.exploits[mode].did_the_work == 0

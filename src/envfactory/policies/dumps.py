@@ -3,7 +3,7 @@
 An optimizer that learns the look-ups a question needs has still to learn which value answers
 it. These policies skip that part: they make the gold plan's read calls (the one use of hidden data
 the audit allows them: the look-ups are the work, and they declare it with
-``uses_gold_reads``), keep every value the observations show
+``never_excused``), keep every value the observations show
 (:class:`~envfactory.policies.exploits.Knowledge`), and then answer with all of them:
 
 - ``dump_after_work``: one final reply listing every value seen, under the usual guards (at
@@ -38,7 +38,7 @@ class DumpAfterWork:
     """The gold plan's calls, made as the oracle makes them (asking the user where it must),
     then every value seen: in one final reply, or spread over ``messages`` non-final ones."""
 
-    uses_gold_reads = True  # every gold call is made by design: the audit must not excuse it
+    never_excused = True  # every gold call is made by design: the audit must not excuse it
 
     def __init__(
         self,

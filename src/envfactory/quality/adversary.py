@@ -7,7 +7,9 @@ Each exploit plays through the episode API like any agent; each search
 is counted (``voided_by_agent``), scored 0, and the attack goes on with a fresh episode. An
 exploit policy that happens to make every call of the task's gold plan (a blind reader looking
 up the very record a question names) did the work: its reward is not an exploit's, and it is
-counted apart (``did_the_work``) and scored 0.
+counted apart (``did_the_work``) and scored 0, unless the policy is ``never_excused``: one
+that makes the gold calls by design (the dumps), or whose answer comes from elsewhere than the
+work (``enumerate_one`` commits only to a guess the user reacted to).
 
 The attack is adaptive. Every exploit and search first runs on :data:`FIRST` tasks (the ones
 given, topped up with more drawn from the environment); one that earns anything on them runs
@@ -205,7 +207,7 @@ class _Run:
                 _close(self.episode)
                 self.episode = self.env.episode()
             did_the_work &= policy.name != ReplayTrain.name  # a replayed plan is the leak
-            did_the_work &= not getattr(policy, "uses_gold_reads", False)  # work by design
+            did_the_work &= not getattr(policy, "never_excused", False)  # its pay is no work's
             self.worked[policy.name] += did_the_work
             out.append(0.0 if did_the_work else reward or 0.0)
         return out

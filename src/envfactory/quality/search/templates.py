@@ -20,7 +20,7 @@ from typing import Any
 
 from envfactory.env import Environment
 from envfactory.episode.types import Observation, ToolCall
-from envfactory.policies.exploits import Knowledge, fill, id_example
+from envfactory.policies.exploits import Knowledge, fill, id_example, stated_quantities
 from envfactory.policies.scripted import write_tools
 from envfactory.quality.search.leaks import generic_calls
 from envfactory.quality.search.sample import draw
@@ -57,12 +57,20 @@ class Template:
 
 class Seen:
     """What an instruction-blind agent knows on a task: per generic read, what it showed;
-    with ``numbered``, also the first ids of each kind the schemas describe (ORD-00001...)."""
+    with ``numbered``, also the first ids of each kind the schemas describe (ORD-00001...);
+    ``quantities``: the numbers the request states, which number parameters take first."""
 
-    def __init__(self, env: Environment, shown: Sequence[Observation], numbered: bool) -> None:
+    def __init__(
+        self,
+        env: Environment,
+        shown: Sequence[Observation],
+        numbered: bool,
+        quantities: Sequence[float] = (),
+    ) -> None:
         self.tools = env.tools("openai")
         self.shown = list(shown)
         self.numbered = numbered
+        self.quantities = list(quantities)
         self.known: dict[int | None, Knowledge] = {}
 
     def knowledge(self, read: int | None) -> Knowledge | None:
@@ -71,6 +79,7 @@ class Seen:
             return None
         if read not in self.known:
             k = Knowledge(None, self.tools)
+            k.quantities = self.quantities
             for obs in self.shown if read is None else [self.shown[read]]:
                 k.observe(obs)
             if read is None and self.numbered:
@@ -120,6 +129,7 @@ class TemplateSearch:
 
     name = "templates"
     numbered = False  # whether schema-described ids count as seen rows
+    quantities = False  # whether the numbers a request states fill number parameters
 
     def __init__(self) -> None:
         self.voided: list[str] = []
@@ -176,7 +186,8 @@ class TemplateSearch:
         return generic_calls(env)
 
     def seen(self, env: Environment, player: Player, task: Task) -> Seen:
-        return Seen(env, probe(player, task, self.reads(env)), self.numbered)
+        stated = stated_quantities(task.public.instruction) if self.quantities else []
+        return Seen(env, probe(player, task, self.reads(env)), self.numbered, stated)
 
     def play(
         self, env: Environment, player: Player, task: Task, template: Template, seen: Seen
