@@ -78,6 +78,23 @@ def test_the_sweep_finds_a_write_that_ignores_its_row(tmp_path: Path) -> None:
     assert sweep.voided == []
 
 
+def test_the_sweep_gives_a_write_the_amount_the_request_states() -> None:
+    """A top-up that tops up the line out of data whichever line it is called on: the sweep
+    calls it on a row it did not look for, with the gigabytes the request asks for (2-20: a
+    blind 1, 2 or 3 missed most of them), and earns on every task."""
+    (topup,) = [m for m in catalogue() if m.name == "write-any-row-topup"]
+    with topup.planted() as env:
+        tasks = [t for t in env.tasks("test", 2, 80) if t.hidden.goals == ["data_used_up"]][:6]
+        assert len(tasks) >= 3
+        sweep = SingleWriteSweep()
+        assert sweep.rewards(env, tasks) == [1.0] * len(tasks)
+        chosen = sweep.template(tasks[0])
+        assert chosen is not None and chosen.write == "add_data_topup"
+    sound = envfactory.make("helpdesk")
+    same = [t for t in sound.tasks("test", 2, 80) if t.hidden.goals == ["data_used_up"]][:6]
+    assert SingleWriteSweep().rewards(sound, same) == [0.0] * len(same)
+
+
 def test_the_sweep_finds_nothing_in_the_sound_world() -> None:
     env = envfactory.make("retail")
     tasks = tasks_of(env, "cancel_order") + tasks_of(env, "update_phone")

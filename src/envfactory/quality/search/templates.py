@@ -58,7 +58,7 @@ class Template:
 class Seen:
     """What an instruction-blind agent knows on a task: per generic read, what it showed;
     with ``numbered``, also the first ids of each kind the schemas describe (ORD-00001...);
-    ``quantities``: the numbers the request states, which number parameters take first."""
+    ``quantities``: the numbers the request states, which number parameters take."""
 
     def __init__(
         self,
