@@ -15,14 +15,13 @@ from envfactory.quality.mutants import CLASSES, Mutant, catalogue
 from envfactory.quality.selftest import SelfTest
 from envfactory.registry import list_envs
 
-# Defects the engine keeps out of the tasks: an answer verbatim in the request is rejected
-# when the task is made; the grader counts every date said to the user, so a user that
-# confirms one of several dates asked in turn earns nothing; a tool expression that fails on
-# odd input is a tool error, not a crash.
 # The engine keeps these out: task synthesis rejects a request that states an answer in any
-# form (verify.spoken.stated_in), the grader counts dates said one by one, and a failing tool
-# expression is a tool error.
+# form (verify.spoken.stated_in) and keeps any one answer to 10% of a template's anchors (a
+# dominant value is never asked often), the grader counts dates said one by one, and a
+# failing tool expression is a tool error.
 NOT_LIVE = {
+    "skewed-answers-retail",
+    "skewed-answers-hr",
     "answer-in-request-digits",
     "answer-in-request-cents",
     "answer-in-request-words",
