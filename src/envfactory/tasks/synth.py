@@ -584,6 +584,8 @@ class TaskFactory:
             gi, anchor_id = pool[slot]
             try:
                 inst = self._instance(self.goals[gi], anchor_id, level, rng, chosen)
+                if level.one_call and self._names_unsaid_row(inst):
+                    raise _Reject("a starter's call names a row its request does not")
                 with self.store.transaction():
                     claimed |= self._execute(inst, claimed, split)
                     if _states_an_answer([*chosen, inst]):
@@ -595,6 +597,16 @@ class TaskFactory:
         if len(chosen) < width:
             raise SynthesisError(f"{self.env_id}: no task at {split}/{difficulty}/{index}")
         return self._task(split, difficulty, index, level, chosen, self.store.changes(), rng)
+
+    def _names_unsaid_row(self, inst: _Instance) -> bool:
+        """Whether a call of ``inst`` takes a row id its request does not say (a starter task
+        gives every id its one call needs)."""
+        rows = self.world.base.rows
+        return any(
+            isinstance(v, str) and v not in inst.text and any(v in rows[t] for t in rows)
+            for _, args in inst.steps
+            for v in args.values()
+        )
 
     def _task(
         self,
