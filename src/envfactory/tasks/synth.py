@@ -383,7 +383,10 @@ class TaskFactory:
         rng = random.Random(stable_hash("pool", self.env_id, split, difficulty))
         queues = []
         for gi, by_split in self._viable_anchors().items():
-            if level.admits(self.goals[gi].spec) and by_split[split]:
+            goal = self.goals[gi]
+            if level.one_call and not self._names_only_its_anchor(goal, by_split):
+                continue
+            if level.admits(goal.spec) and by_split[split]:
                 anchors = list(by_split[split])
                 rng.shuffle(anchors)
                 queues.append([(gi, a) for a in anchors])
@@ -584,8 +587,6 @@ class TaskFactory:
             gi, anchor_id = pool[slot]
             try:
                 inst = self._instance(self.goals[gi], anchor_id, level, rng, chosen)
-                if level.one_call and self._names_unsaid_row(inst):
-                    raise _Reject("a starter's call names a row its request does not")
                 with self.store.transaction():
                     claimed |= self._execute(inst, claimed, split)
                     if _states_an_answer([*chosen, inst]):
@@ -598,13 +599,25 @@ class TaskFactory:
             raise SynthesisError(f"{self.env_id}: no task at {split}/{difficulty}/{index}")
         return self._task(split, difficulty, index, level, chosen, self.store.changes(), rng)
 
-    def _names_unsaid_row(self, inst: _Instance) -> bool:
-        """Whether a call of ``inst`` takes a row id its request does not say (a starter task
-        gives every id its one call needs)."""
+    def _names_only_its_anchor(self, goal: _Goal, by_split: dict[str, list[str]]) -> bool:
+        """Whether the goal's calls take no row id but its anchor's (tried on one anchor): only
+        such a goal is a starter task, whose request says every id its one call needs
+        (university's section_instructor lists sections by a course the request never names)."""
+        anchors = [a for ids in by_split.values() for a in ids]
+        if not anchors:
+            return False
+        entity = goal.spec.anchor.entity
+        anchor = self.refs.row(entity, anchors[0])
+        assert anchor is not None
+        try:
+            scope = self._bind(goal, anchor, random.Random(0))
+        except (_Reject, ExprError):
+            return False
         rows = self.world.base.rows
-        return any(
-            isinstance(v, str) and v not in inst.text and any(v in rows[t] for t in rows)
-            for _, args in inst.steps
+        return not any(
+            isinstance(v, str) and v != anchor["id"] and any(v in rows[t] for t in rows)
+            for step in goal.plan
+            for _, args in step.calls(scope)
             for v in args.values()
         )
 
