@@ -6,8 +6,8 @@ import re
 from pathlib import Path
 
 import envfactory
-from envfactory.env import Environment
-from envfactory.tasks.types import Task
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import Task
 
 DOMAINS = Path(envfactory.__file__).parent / "domains"
 

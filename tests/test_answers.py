@@ -17,10 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from properties import budget
 
+from envfactory.contract.actions import Message
+from envfactory.contract.tasks import AnswerKey, Task
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import Message
 from envfactory.policies.exploits import Shotgun
-from envfactory.tasks.types import AnswerKey, Task
 from envfactory.verify.answers import Vocabulary, grade, grade_conversation, kind_of
 from envfactory.world.environment import DatabaseEnvironment as Environment
 

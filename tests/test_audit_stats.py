@@ -8,7 +8,7 @@ import random
 import pytest
 
 import envfactory
-from envfactory.errors import SynthesisError
+from envfactory.contract.errors import SynthesisError
 from envfactory.quality.audit import BASELINE_MAX, AuditReport, _graded, _shortfalls, audit
 from envfactory.quality.report import render
 from envfactory.quality.stats import ALPHA, gain_power, p_above, p_gain

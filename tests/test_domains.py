@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 import envfactory
+from envfactory.contract.errors import DomainError
+from envfactory.contract.results import ToolFailure
 from envfactory.domain.loader import builtin_domain_files, parse_domain
-from envfactory.errors import DomainError
-from envfactory.tools.result import ToolFailure
 from envfactory.tools.runtime import ToolContext, handler
 from envfactory.world.environment import DatabaseEnvironment as Environment
 

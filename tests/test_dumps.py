@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 
 import envfactory
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.tasks import Task
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import Message, ToolCall
 from envfactory.policies.dumps import MODES, DumpAfterWork, dump_policies
 from envfactory.policies.scripted import Oracle, write_tools
 from envfactory.quality.adversary import attack, exploit_policies
-from envfactory.tasks.types import Task
 from envfactory.world.environment import DatabaseEnvironment
 
 

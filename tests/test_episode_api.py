@@ -7,9 +7,9 @@ import json
 import pytest
 
 import envfactory
-from envfactory.episode.base import EpisodeConfig
-from envfactory.episode.types import Message, ToolCall
-from envfactory.errors import EpisodeError, UnknownEnvironment
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.errors import EpisodeError, UnknownEnvironment
 from envfactory.world.environment import DatabaseEnvironment as Environment
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from envfactory.contract.errors import DomainError
 from envfactory.domain.expr import ExprError, RowFilter, Template, Value, compile_expr
-from envfactory.errors import DomainError
 
 
 def test_attribute_reads_dict_keys() -> None:

@@ -18,17 +18,17 @@ from hypothesis import strategies as st
 from properties import budget
 
 import envfactory
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.environment import Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.values import MAX_CHARS, MAX_DEPTH
 from envfactory.domain.loader import parse_domain
-from envfactory.env import Environment
-from envfactory.episode.base import Episode
-from envfactory.episode.types import Message, Observation, ToolCall
 from envfactory.multiagent.environment import MultiAgentEnvironment
 from envfactory.openapi.compile import compile_document
 from envfactory.openapi.document import read_document
 from envfactory.openapi.environment import OpenAPIEnvironment
 from envfactory.peers.tau2.data import missing_reason
 from envfactory.terminal.sandbox import unavailable_reason
-from envfactory.tools.values import MAX_CHARS, MAX_DEPTH
 
 ENVS = {e: envfactory.make(e).kind for e in envfactory.list_envs()}
 DATABASE = sorted(e for e, kind in ENVS.items() if kind in ("db", "imported"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from envfactory.episode.types import Message, ToolCall
-from envfactory.tasks.types import SPLITS, PublicTask
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.tasks import SPLITS, PublicTask
 from envfactory.world.environment import DatabaseEnvironment as Environment
 
 _ID = re.compile(r"^[A-Z]+-\d{5}$")

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from properties import budget
 
 import envfactory
+from envfactory.contract.tasks import SPLITS
 from envfactory.episode.runner import run_episode
 from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, RandomPolicy
 from envfactory.quality.check import check
-from envfactory.tasks.types import SPLITS
 from envfactory.world.environment import DatabaseEnvironment as Environment
 
 cells = st.tuples(st.sampled_from(SPLITS), st.integers(1, 5), st.integers(0, 40))

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from properties import budget
 
 import envfactory
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.tasks import PlanStep
 from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.multiagent.families.proposer_solver import steps_in
-from envfactory.tasks.types import PlanStep
 from envfactory.terminal.sandbox import unavailable_reason
 from envfactory.trajectory.record import EpisodeRecord, ModelInfo, StepRecord
 from envfactory.trajectory.store import TrajectoryStore

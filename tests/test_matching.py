@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from properties import budget
 
-from envfactory.tasks.types import TargetChange
+from envfactory.contract.tasks import TargetChange
 from envfactory.verify import matching
 from envfactory.verify.matching import match_state
 from envfactory.world.state import RowChange

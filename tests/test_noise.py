@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from envfactory.episode.base import EpisodeConfig
-from envfactory.episode.noise import NoiseConfig, fault
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.config import EpisodeConfig, NoiseConfig
+from envfactory.contract.tasks import SPLITS
+from envfactory.episode.noise import fault
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import ToolCall
 from envfactory.policies.scripted import Oracle
-from envfactory.tasks.types import SPLITS
 from envfactory.world.environment import DatabaseEnvironment as Environment
 
 NOISY = EpisodeConfig(noise=NoiseConfig(rate=0.1))

@@ -104,7 +104,7 @@ def test_an_installed_package_is_listed_audited_and_tested(
 REMOTE_ORACLE = """
 import sys
 import envfactory
-from envfactory.episode.types import Message, ToolCall
+from envfactory.contract.actions import Message, ToolCall
 from envfactory.policies.scripted import answer_text
 from envfactory.serving.client import connect
 

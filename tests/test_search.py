@@ -8,7 +8,8 @@ from pathlib import Path
 from mutants import mutant, tasks_of
 
 import envfactory
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import Task
 from envfactory.quality import planted
 from envfactory.quality.adversary import CAP, FIRST, attack
 from envfactory.quality.mutants import catalogue
@@ -19,7 +20,6 @@ from envfactory.quality.search.counterfactual import Counterfactual
 from envfactory.quality.search.leaks import generic_calls
 from envfactory.quality.search.sample import draw
 from envfactory.quality.search.sweep import SingleWriteSweep
-from envfactory.tasks.types import Task
 
 PRIOR = "prior_call: {tool: cancel_order, needs: get_order, match: {order_id: order_id}}"
 CANCEL = (

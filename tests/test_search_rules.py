@@ -8,7 +8,7 @@ import pytest
 from mutants import mutant, tasks_of
 
 import envfactory
-from envfactory.errors import DomainError
+from envfactory.contract.errors import DomainError
 from envfactory.quality.search.rule_bypass import RuleBypass, demands, neighbour
 
 PRIOR = "prior_call: {tool: cancel_order, needs: get_order, match: {order_id: order_id}}"

@@ -4,8 +4,8 @@ repairs it, and the verdict is relative to that start."""
 from __future__ import annotations
 
 import envfactory
+from envfactory.contract.actions import ToolCall
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import ToolCall
 from envfactory.policies.scripted import NoOp, Oracle
 from envfactory.world.state import hash_rows, hex_hash
 

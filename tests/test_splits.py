@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 import envfactory
+from envfactory.contract.tasks import TargetChange
 from envfactory.domain.loader import builtin_domain_files
 from envfactory.peers.tau2.data import missing_reason
 from envfactory.tasks.heldout import Overlap, change_keys, compare, environment, measure
-from envfactory.tasks.types import TargetChange
 
 PER_CELL = 500
 SPECS = Path(__file__).parent / "openapi" / "specs"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.tasks import SPLITS
 from envfactory.domain.loader import builtin_domain_files, load_domain
-from envfactory.episode.types import Message, ToolCall
-from envfactory.errors import SynthesisError
 from envfactory.policies.scripted import answer_text
 from envfactory.registry import make
 from envfactory.tasks.synth import TaskFactory
-from envfactory.tasks.types import SPLITS
 from envfactory.world.world import World
 
 DATABASE_WORLDS = [

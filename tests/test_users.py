@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from properties import budget
 
 import envfactory
-from envfactory.episode.base import EpisodeConfig
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.config import EpisodeConfig, UserConfig
+from envfactory.contract.tasks import SPLITS, Task
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import Message, ToolCall
 from envfactory.policies.scripted import Oracle
-from envfactory.tasks.types import SPLITS, Task
-from envfactory.users.base import STOP, UserConfig
+from envfactory.users.base import STOP
 from envfactory.users.scripted import THANKS
 from envfactory.world.environment import DatabaseEnvironment as Environment
 

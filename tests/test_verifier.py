@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from envfactory.episode.types import Message, ToolCall
-from envfactory.tasks.types import TargetChange, Task
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.tasks import TargetChange, Task
 from envfactory.verify.matching import match_state
 from envfactory.world.environment import DatabaseEnvironment as Environment
 

@@ -1,12 +1,13 @@
 """envfactory: verifiable, resettable tool-use worlds for agentic RL."""
 
-from envfactory.env import EnvInfo, Environment
-from envfactory.episode.base import Episode, EpisodeConfig
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo, Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.tasks import HiddenTask, PublicTask, Task
+from envfactory.contract.verdict import RubricItem, Verdict
 from envfactory.episode.db import DatabaseEpisode
-from envfactory.episode.types import Message, Observation, ToolCall
 from envfactory.registry import list_envs, make, register, register_domain_file
-from envfactory.tasks.types import HiddenTask, PublicTask, Task
-from envfactory.verify.verdict import RubricItem, Verdict
 from envfactory.world.environment import DatabaseEnvironment
 
 __all__ = [

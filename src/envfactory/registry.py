@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from envfactory import sources
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import DomainError, EnvironmentUnavailable, UnknownEnvironment
 from envfactory.domain.loader import builtin_domain_files, load_domain
-from envfactory.env import Environment
-from envfactory.errors import DomainError, EnvironmentUnavailable, UnknownEnvironment
 from envfactory.world.environment import DatabaseEnvironment
 
 Factory = Callable[..., Environment]

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from envfactory.errors import DomainError
+from envfactory.contract.errors import DomainError
 
 ENTRY_POINT_GROUP = "envfactory.environments"
 LIBRARY_ENV = "ENVFACTORY_LIBRARY"

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 import envfactory
-from envfactory.episode.types import Observation
+from envfactory.contract.actions import Observation
 from envfactory.policies.scripted import Oracle
 from envfactory.serving import ServeConfig, running
 from envfactory.serving.server import Running

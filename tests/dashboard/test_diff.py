@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from envfactory.cli.main import app as cli
+from envfactory.contract.actions import Message, parse_action
 from envfactory.dashboard.app import Dashboard, create_app
 from envfactory.dashboard.diff import state_diff
-from envfactory.episode.types import Message, parse_action
 from envfactory.registry import make
 from envfactory.rollout.types import TaskRef
 from envfactory.trajectory.record import EpisodeRecord

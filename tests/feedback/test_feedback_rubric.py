@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 from properties import budget
 from pydantic import ValidationError
 
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.errors import DomainError
+from envfactory.contract.verdict import combine
 from envfactory.domain.loader import builtin_domain_files, parse_domain
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import Message, ToolCall
-from envfactory.errors import DomainError
 from envfactory.policies.scripted import scripted
 from envfactory.verify.rubric import (
     Criterion,
@@ -28,7 +29,6 @@ from envfactory.verify.rubric import (
     WeightedSum,
     flat,
 )
-from envfactory.verify.verdict import combine
 from envfactory.world.environment import DatabaseEnvironment
 
 scores = st.floats(0.0, 1.0, allow_nan=False)

@@ -7,13 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from properties import budget
 
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.tasks import Task
 from envfactory.credit import CreditConfig, assign, progress, replay_potentials, shaped
-from envfactory.episode.types import ToolCall
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.plan import plan_tasks
 from envfactory.rollout.types import EngineConfig, TaskRef
-from envfactory.tasks.types import Task
 from envfactory.world.environment import DatabaseEnvironment as Environment
 
 

@@ -15,7 +15,7 @@ import pytest
 from integration_servers import ThreadServer, chat_server_module
 
 import envfactory
-from envfactory.episode.types import Message, ToolCall
+from envfactory.contract.actions import Message, ToolCall
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.prompt import exposed_tools, opening
 from envfactory.integrations.proxy import TOKEN_HEADER, CaptureProxy

@@ -22,7 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 import envfactory
-from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.contract.actions import Message, Observation, ToolCall
 from envfactory.multiagent.environment import SeatPolicy
 from envfactory.multiagent.families.cooperation import BackSeat, FrontSeat
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from multiagent_helpers import world
 
-from envfactory.episode.types import Observation
+from envfactory.contract.actions import Observation
 from envfactory.multiagent.environment import MultiAgentEnvironment
 from envfactory.multiagent.episode import MultiAgentEpisode
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from multiagent_helpers import world
 
-from envfactory.episode.types import Observation
+from envfactory.contract.actions import Observation
 from envfactory.multiagent.client import MatchError, SeatClient
 from envfactory.serving import ServeConfig, running
 from envfactory.serving.server import Running

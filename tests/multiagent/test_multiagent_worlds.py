@@ -7,8 +7,8 @@ import json
 import pytest
 from multiagent_helpers import MULTI, seats, world
 
-from envfactory.episode.types import Message, ToolCall
-from envfactory.errors import EpisodeError
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.errors import EpisodeError
 from envfactory.multiagent.environment import MultiAgentEnvironment
 from envfactory.multiagent.episode import MAX_ERRORS, MultiVerdict
 from envfactory.multiagent.match import play_match

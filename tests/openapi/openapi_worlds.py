@@ -7,9 +7,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from envfactory.contract.actions import Observation, ToolCall
 from envfactory.domain.loader import parse_domain
 from envfactory.episode.db import DatabaseEpisode
-from envfactory.episode.types import Observation, ToolCall
 from envfactory.openapi.compile import compile_document
 from envfactory.openapi.document import read_document
 from envfactory.openapi.environment import OpenAPIEnvironment

@@ -8,8 +8,8 @@ import json
 import pytest
 
 import envfactory
+from envfactory.contract.actions import ToolCall
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import ToolCall
 from envfactory.policies.scripted import NoOp, Oracle
 from envfactory.quality.play import play
 from envfactory.repo import projects

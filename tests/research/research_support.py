@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.tasks import Task
 from envfactory.research.hidden import ResearchHidden
 from envfactory.research.world import ResearchWorld
-from envfactory.tasks.types import Task
 
 
 def hidden(task: Task) -> ResearchHidden:

@@ -18,15 +18,15 @@ from research_support import commit, hidden
 
 import envfactory
 from envfactory.bench.research import bench_research
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.tasks import SPLITS, Task
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import ToolCall
 from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, RandomPolicy
 from envfactory.quality.check import check
 from envfactory.research import answers
 from envfactory.research.pydocs.world import PyDocsEnvironment
 from envfactory.research.world import ANSWER_SHARE, DIFFICULTIES
 from envfactory.tasks.answer_balance import cell, constant_reward, measure
-from envfactory.tasks.types import SPLITS, Task
 
 PER_CELL = 4
 DIGEST = (

@@ -12,8 +12,9 @@ import pytest
 from research_support import commit, hidden
 
 import envfactory
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.tasks import SPLITS, Task
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import Message, ToolCall
 from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, RandomPolicy
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.quality.check import check
@@ -24,7 +25,6 @@ from envfactory.research.episode import ResearchEpisode
 from envfactory.research.index import SearchIndex
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import TaskRef
-from envfactory.tasks.types import SPLITS, Task
 
 SIZE = 2000
 PER_CELL = 4

@@ -26,9 +26,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 import envfactory
-from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.results import ToolError
 from envfactory.policies.scripted import Oracle
-from envfactory.tools.result import ToolError
 
 IM_START, IM_END = 1, 2
 _SPECIAL = re.compile(r"(<\|im_start\|>|<\|im_end\|>)")

@@ -12,16 +12,17 @@ from typing import Any, Literal
 import pytest
 
 import envfactory
-from envfactory.env import EnvInfo, Environment
-from envfactory.episode.base import Episode, EpisodeConfig
-from envfactory.episode.types import Observation
+from envfactory.contract.actions import Observation
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo, Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.tasks import Split, Task
+from envfactory.contract.verdict import Verdict
 from envfactory.harness import HarnessConfig
 from envfactory.policies.base import EpisodeContext, PolicyReply, PolicyRequest
 from envfactory.policies.wrap import ScriptedPolicy, ScriptedSession
 from envfactory.rollout import EngineConfig, RolloutEngine, RunSummary, TaskRef, plan_tasks
-from envfactory.tasks.types import Split, Task
 from envfactory.trajectory import EpisodeRecord, MissingTokens, TrajectoryStore, to_sequence
-from envfactory.verify.verdict import Verdict
 
 REFS = plan_tasks(["retail", "hotel"], 10)
 

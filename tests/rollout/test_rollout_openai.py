@@ -6,7 +6,7 @@ import pytest
 from chat_server import ChatServer, encode, logprob
 from openai_runs import run_openai
 
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.errors import EnvFactoryError
 from envfactory.harness import HarnessConfig
 from envfactory.rollout import EngineConfig, TaskRef
 from envfactory.trajectory import to_messages, to_sequence, to_steps

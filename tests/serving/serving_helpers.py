@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.tasks import Task
 from envfactory.policies.scripted import Oracle
-from envfactory.tasks.types import Task
 
 TRAINER_TOKEN = "the-trainers-own-token"  # the shared server's trainer routes
 HIDDEN_KEYS = ("gold_plan", "fingerprint", "knobs", "target", "answers", "profile", "asks")

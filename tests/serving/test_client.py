@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from serving_helpers import play_oracle
 
-from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.contract.actions import Message, Observation, ToolCall
 from envfactory.serving.client import AsyncRemoteEnvironment, connect
 from envfactory.serving.errors import EpisodeFinished, SessionUnknown
 from envfactory.serving.server import Running

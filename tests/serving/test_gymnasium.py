@@ -7,7 +7,7 @@ import json
 import gymnasium as gym
 from gymnasium.utils.env_checker import check_env
 
-from envfactory.episode.types import Observation
+from envfactory.contract.actions import Observation
 from envfactory.integrations.gymnasium import TextWorld, env_name
 from envfactory.policies.scripted import Oracle
 

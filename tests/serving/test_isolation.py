@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 from serving_helpers import TRAINER_TOKEN, assert_no_hidden
 
+from envfactory.contract.tasks import Task
 from envfactory.serving.server import Running
-from envfactory.tasks.types import Task
 from envfactory.world.environment import DatabaseEnvironment
 
 TRAINER = {"X-Trainer-Token": TRAINER_TOKEN}

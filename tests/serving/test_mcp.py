@@ -12,11 +12,11 @@ from mcp.client.streamable_http import streamable_http_client
 from pydantic import AnyUrl
 from serving_helpers import assert_no_hidden
 
-from envfactory.episode.types import Message, Observation
+from envfactory.contract.actions import Message, Observation
+from envfactory.contract.results import ToolError
 from envfactory.policies.scripted import Oracle
 from envfactory.serving import ServeConfig, running
 from envfactory.serving.server import Running
-from envfactory.tools.result import ToolError
 from envfactory.world.environment import DatabaseEnvironment
 
 

@@ -272,11 +272,10 @@ def test_the_llm_user_is_played_by_the_real_model(server: RunningModel) -> None:
     """The LLM user simulator over serve-model: the embedded model plays the user, sees only
     the request and profile, and what it says is recorded as the user's turn; whatever it
     says, an episode whose gold plan ran scores 1 (the user is no judge)."""
-    from envfactory.episode.base import EpisodeConfig
-    from envfactory.episode.types import Message, ToolCall
+    from envfactory.contract.actions import Message, ToolCall
+    from envfactory.contract.config import EpisodeConfig, UserConfig
     from envfactory.policies.scripted import answer_text
     from envfactory.registry import make
-    from envfactory.users.base import UserConfig
 
     env = make("retail")
     task = env.task("train", 1, 0)

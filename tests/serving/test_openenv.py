@@ -8,7 +8,7 @@ from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
 from serving_helpers import assert_no_hidden, play_oracle
 
-from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.contract.actions import Message, Observation, ToolCall
 from envfactory.serving.server import Running
 from envfactory.world.environment import DatabaseEnvironment
 

@@ -13,10 +13,10 @@ from openreward.api.environments.client import Environment as ORSEnvironment
 from openreward.api.errors import ToolCallError
 from serving_helpers import assert_no_hidden, play_oracle
 
-from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.results import ToolError
 from envfactory.serving.server import Running
 from envfactory.serving.sse import result_stream, split_payload
-from envfactory.tools.result import ToolError
 from envfactory.world.environment import DatabaseEnvironment
 
 

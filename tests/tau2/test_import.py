@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from envfactory.contract.errors import SynthesisError
 from envfactory.episode.runner import run_episode
-from envfactory.errors import SynthesisError
 from envfactory.peers.tau2.data import DATA_ENV, load
 from envfactory.peers.tau2.environment import Tau2RetailEnvironment
 from envfactory.peers.tau2.peer import export, normalise
@@ -193,7 +193,7 @@ def test_without_the_data_the_environments_say_where_they_looked(tmp_path: Path)
     env = {**os.environ, DATA_ENV: str(tmp_path / "nowhere")}
     script = (
         "import json, envfactory\n"
-        "from envfactory.errors import EnvironmentUnavailable\n"
+        "from envfactory.contract.errors import EnvironmentUnavailable\n"
         "out = {'listed': [e for e in envfactory.list_envs() if e.startswith('tau2')]}\n"
         "for env_id in ('tau2-retail', 'tau2-retail-strict', 'tau2-retail-procedural'):\n"
         "    try:\n"

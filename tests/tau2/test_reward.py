@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from envfactory.episode.base import EpisodeConfig
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.verdict import Verdict
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import Message, ToolCall
 from envfactory.peers.tau2.data import load
 from envfactory.peers.tau2.environment import Tau2RetailEnvironment
 from envfactory.peers.tau2.peer import PeerRetail
@@ -17,7 +18,6 @@ from envfactory.peers.tau2.tasks import Imported
 from envfactory.peers.tau2.tools import WRITES
 from envfactory.policies.scripted import NoOp, Oracle, answer_text
 from envfactory.verify.answers import kind_of
-from envfactory.verify.verdict import Verdict
 
 Actions = list[dict[str, Any]]
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.results import ToolResult
 from envfactory.peers.tau2.data import load
 from envfactory.peers.tau2.environment import Tau2RetailEnvironment
-from envfactory.tools.result import ToolResult
 from envfactory.world.store import Store
 
 PENDING = "#W5918442"  # sofia_rossi_8776, two items of products with other variants

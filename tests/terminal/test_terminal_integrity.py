@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import envfactory
-from envfactory.episode.types import Message, ToolCall
+from envfactory.contract.actions import Message, ToolCall
 from envfactory.terminal.builtin import FAMILIES
 from envfactory.terminal.checks import CompletionTest, judge
 from envfactory.terminal.environment import TerminalEnvironment

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from envfactory.contract.results import ToolFailure
 from envfactory.terminal import fs
 from envfactory.terminal.sandbox import Limits, Runtime, Sandbox, _remove, runtime
-from envfactory.tools.result import ToolFailure
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import envfactory
-from envfactory.episode.types import Message, ToolCall
+from envfactory.contract.actions import Message, ToolCall
 from envfactory.serving import ServeConfig, running
 from envfactory.serving.client import connect
 

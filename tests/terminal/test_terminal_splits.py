@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from envfactory.tasks.types import Split, Task
+from envfactory.contract.tasks import Split, Task
 from envfactory.terminal.builtin import FAMILIES
 from envfactory.terminal.environment import TerminalEnvironment
 from envfactory.terminal.family import DIFFICULTIES, TerminalHidden

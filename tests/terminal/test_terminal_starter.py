@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import envfactory
-from envfactory.episode.types import ToolCall
-from envfactory.tasks.types import SPLITS
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.tasks import SPLITS
 from envfactory.terminal.builtin import FAMILIES
 from envfactory.terminal.family import TerminalHidden
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 import envfactory
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.tasks import SPLITS
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import Message, ToolCall
 from envfactory.policies.scripted import Oracle
 from envfactory.quality.check import check
-from envfactory.tasks.types import SPLITS
 from envfactory.terminal import fs
 from envfactory.terminal.builtin import FAMILIES
 from envfactory.terminal.checks import rubric

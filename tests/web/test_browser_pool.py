@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 import envfactory
+from envfactory.contract.actions import ToolCall
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import ToolCall
 from envfactory.policies.scripted import Oracle
 from envfactory.web import browser
 from envfactory.web.environment import WebEnvironment

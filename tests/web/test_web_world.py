@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 import envfactory
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.tasks import PlanStep
 from envfactory.domain.loader import builtin_domain_files, parse_domain
-from envfactory.episode.base import EpisodeConfig
 from envfactory.episode.runner import run_episode
-from envfactory.episode.types import Message, ToolCall
 from envfactory.openapi.compile import compile_document
 from envfactory.openapi.document import read_document
 from envfactory.openapi.environment import OpenAPIEnvironment
@@ -24,7 +25,6 @@ from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import TaskRef
 from envfactory.serving.config import ServeConfig
 from envfactory.serving.engine import Engine
-from envfactory.tasks.types import PlanStep
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS
 from envfactory.web.environment import WebEnvironment, WebHidden

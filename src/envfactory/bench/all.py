@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from envfactory.errors import EnvironmentUnavailable
+from envfactory.contract.errors import EnvironmentUnavailable
 
 SECTIONS = (
     "world",

@@ -22,14 +22,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import Split, Task
 from envfactory.harness.config import HarnessConfig
 from envfactory.policies.base import RolloutPolicy
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.registry import list_envs, make
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
-from envfactory.tasks.types import Split, Task
 from envfactory.trajectory.record import EpisodeRecord
 
 BAD_ARGUMENTS = frozenset({"invalid_arguments", "malformed_action"})

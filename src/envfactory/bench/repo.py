@@ -18,7 +18,7 @@ from statistics import median
 from pydantic import BaseModel
 
 from envfactory.bench.calibration import wilson
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
 from envfactory.registry import make
 from envfactory.repo.environment import RepoEnvironment, RepoHidden
 

@@ -20,11 +20,11 @@ from statistics import median, quantiles
 
 from pydantic import BaseModel, Field
 
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.tasks import SPLITS
 from envfactory.registry import make
 from envfactory.research.corpus import Corpus
 from envfactory.research.world import ResearchWorld
-from envfactory.tasks.types import SPLITS
 
 ENVS = ("research-wiki", "research-pydocs")
 SIZES = (10_000, 100_000)

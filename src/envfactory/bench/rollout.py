@@ -19,9 +19,10 @@ import time
 
 from pydantic import BaseModel, Field
 
-from envfactory.env import Environment
-from envfactory.episode.base import Episode
-from envfactory.episode.types import Observation
+from envfactory.contract.actions import Observation
+from envfactory.contract.environment import Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.tasks import Task
 from envfactory.policies.scripted import Oracle
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.registry import make
@@ -29,7 +30,6 @@ from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.executor import ExecutorKind
 from envfactory.rollout.lag import LagMonitor
 from envfactory.rollout.types import EngineConfig, TaskRef
-from envfactory.tasks.types import Task
 
 
 class RolloutRun(BaseModel):

@@ -18,9 +18,9 @@ from statistics import median
 
 from pydantic import BaseModel
 
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.tasks import SPLITS
 from envfactory.registry import make
-from envfactory.tasks.types import SPLITS
 from envfactory.terminal.environment import TerminalEnvironment
 from envfactory.terminal.sandbox import Sandbox
 

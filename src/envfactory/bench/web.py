@@ -22,10 +22,10 @@ from statistics import median, quantiles
 
 from pydantic import BaseModel
 
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.tasks import Task
 from envfactory.policies.scripted import Oracle
 from envfactory.registry import make
-from envfactory.tasks.types import Task
 from envfactory.web import browser
 from envfactory.web.environment import WebEnvironment
 from envfactory.web.episode import WebEpisode

@@ -15,10 +15,10 @@ from statistics import median
 
 from pydantic import BaseModel
 
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.tasks import SPLITS, Task
 from envfactory.registry import make
 from envfactory.tasks.synth import TaskFactory
-from envfactory.tasks.types import SPLITS, Task
 from envfactory.world.environment import DatabaseEnvironment
 from envfactory.world.state import hash_rows
 

@@ -14,11 +14,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from envfactory.env import Environment
-from envfactory.errors import DomainError, UnknownEnvironment
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import DomainError, UnknownEnvironment
+from envfactory.contract.tasks import Split
 from envfactory.registry import make
 from envfactory.sources import resolve_all
-from envfactory.tasks.types import Split
 
 console = Console()
 err_console = Console(stderr=True)

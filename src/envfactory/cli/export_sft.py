@@ -18,8 +18,8 @@ from envfactory.cli.common import (
     world_ids,
     yield_bar,
 )
-from envfactory.errors import EnvFactoryError
-from envfactory.tasks.types import SPLITS, Split
+from envfactory.contract.errors import EnvFactoryError
+from envfactory.contract.tasks import SPLITS, Split
 from envfactory.training.export import ExportSummary, export, task_refs
 
 TEST_WARNING = (

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from envfactory.cli.common import console, err_console, fail, print_json
-from envfactory.errors import DomainError, EnvFactoryError
+from envfactory.contract.errors import DomainError, EnvFactoryError
 
 
 def init(

@@ -10,7 +10,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from envfactory.cli.common import SplitName, console, load_env
-from envfactory.episode.types import Message, ToolCall
+from envfactory.contract.actions import Message, ToolCall
 
 HELP = """Commands:
   TOOL {"arg": "value"}   call a tool with JSON arguments (or TOOL arg=value ...)

@@ -15,9 +15,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from envfactory.cli.common import console, err_console, fail, print_json, world_ids
+from envfactory.contract.errors import EnvFactoryError
+from envfactory.contract.tasks import SPLITS, Split
 from envfactory.credit.advantages import CreditConfig
 from envfactory.credit.files import credit_folder, parse_credit
-from envfactory.errors import EnvFactoryError
 from envfactory.harness.config import ContextConfig, HarnessConfig
 from envfactory.policies.base import RolloutPolicy
 from envfactory.policies.openai import OpenAIPolicy
@@ -30,7 +31,6 @@ from envfactory.rollout.retry import RetryConfig
 from envfactory.rollout.run import run_in
 from envfactory.rollout.summary import RunSummary
 from envfactory.rollout.types import EngineConfig
-from envfactory.tasks.types import SPLITS, Split
 from envfactory.trajectory.record import EpisodeRecord
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from envfactory.cli.common import err_console, fail, require_safe_bind
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.errors import EnvFactoryError
 
 SERVE_EXTRA = "serving needs the 'serve' extra: pip install 'envfactory[serve]'"
 

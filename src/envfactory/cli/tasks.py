@@ -6,7 +6,7 @@ import typer
 from rich.panel import Panel
 
 from envfactory.cli.common import SplitName, console, fail, load_env, print_json
-from envfactory.errors import SynthesisError
+from envfactory.contract.errors import SynthesisError
 
 
 def tasks(

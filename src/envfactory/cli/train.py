@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 
 from envfactory.cli.common import console, err_console, fail, load_env
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.errors import EnvFactoryError
 
 
 def train(

@@ -24,13 +24,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import Environment
 from envfactory.credit.gigpo import gigpo_step_advantages
 from envfactory.credit.rewardflow import Flow, StateGraph, state_values
 from envfactory.credit.shaping import replay_potentials, shaped
 from envfactory.credit.stats import normalise
 from envfactory.credit.turns import turns
-from envfactory.env import Environment
-from envfactory.episode.base import EpisodeConfig
 from envfactory.registry import make
 from envfactory.rollout.types import TaskRef
 from envfactory.trajectory.record import EpisodeRecord

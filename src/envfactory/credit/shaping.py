@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import pairwise
 
-from envfactory.env import Environment
-from envfactory.episode.base import Episode, EpisodeConfig
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.tasks import TargetChange
 from envfactory.episode.db import DatabaseEpisode
 from envfactory.rollout.types import TaskRef
-from envfactory.tasks.types import TargetChange
 from envfactory.trajectory.record import EpisodeRecord
 from envfactory.verify.matching import match_state
 from envfactory.world.state import RowChange

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from envfactory.contract.tasks import Split
 from envfactory.curriculum.controller import Curriculum
 from envfactory.curriculum.gaps import GapTargeter
 from envfactory.harness.config import HarnessConfig
@@ -25,7 +26,6 @@ from envfactory.rollout.engine import Listener
 from envfactory.rollout.run import RunExists, run_in
 from envfactory.rollout.summary import RunSummary
 from envfactory.rollout.types import EngineConfig, TaskRef
-from envfactory.tasks.types import Split
 from envfactory.trajectory.record import EpisodeRecord
 from envfactory.trajectory.store import EPISODES, read_records
 

@@ -27,11 +27,11 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from envfactory.bench.calibration import wilson
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import Split, Task
 from envfactory.registry import make
 from envfactory.rollout.types import TaskRef
 from envfactory.tasks.seeds import stable_hash
-from envfactory.tasks.types import Split, Task
 from envfactory.trajectory.record import EpisodeRecord
 from envfactory.trajectory.store import EPISODES, read_records
 

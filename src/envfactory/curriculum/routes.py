@@ -15,12 +15,12 @@ from typing import Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
+from envfactory.contract.tasks import PublicTask
 from envfactory.curriculum.controller import Curriculum, EnvState
 from envfactory.curriculum.store import CurriculumError
 from envfactory.serving.engine import Engine
 from envfactory.serving.errors import BadRequest, Conflict
 from envfactory.serving.routes import PREFIX
-from envfactory.tasks.types import PublicTask
 
 
 class NextTask(BaseModel):

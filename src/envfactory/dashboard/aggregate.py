@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
+from envfactory.contract.actions import STATUSES
 from envfactory.dashboard.reader import Row
-from envfactory.episode.types import STATUSES
 
 
 def status_counts(rows: Sequence[Row]) -> dict[str, int]:

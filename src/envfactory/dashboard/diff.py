@@ -23,13 +23,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from envfactory.episode.base import EpisodeConfig
+from envfactory.contract.actions import Message, parse_action
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.tasks import Task
 from envfactory.episode.db import DatabaseEpisode
 from envfactory.episode.noise import FAULT_CODES
-from envfactory.episode.types import Message, parse_action
 from envfactory.registry import make
 from envfactory.rollout.types import TaskRef
-from envfactory.tasks.types import Task
 from envfactory.trajectory.record import EpisodeRecord
 from envfactory.verify.matching import RowMatch, match_rows, same_value
 from envfactory.world.environment import DatabaseEnvironment

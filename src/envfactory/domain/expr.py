@@ -19,7 +19,7 @@ from functools import lru_cache
 from itertools import islice
 from typing import Any
 
-from envfactory.errors import DomainError
+from envfactory.contract.errors import DomainError
 
 
 def _days_between(a: str, b: str) -> int:

@@ -11,8 +11,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from envfactory.contract.errors import DomainError
 from envfactory.domain.spec import DomainSpec, PriorCallRule
-from envfactory.errors import DomainError
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "domains"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from envfactory.tools.result import ToolFailure
+from envfactory.contract.results import ToolFailure
 from envfactory.tools.runtime import ToolContext, handler
 
 BUSINESS_DAYS_TO_DELIVER = {"standard": 5, "gold": 3, "platinum": 2}

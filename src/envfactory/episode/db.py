@@ -6,15 +6,16 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from envfactory.episode.base import EpisodeConfig, ToolEpisode, error_observation, unknown_tool
+from envfactory.contract.actions import CallRecord, EpisodeStatus, Message, Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.episode import ToolEpisode, error_observation, unknown_tool
+from envfactory.contract.errors import EpisodeError
+from envfactory.contract.results import ToolError
+from envfactory.contract.tasks import Task
+from envfactory.contract.verdict import Verdict
 from envfactory.episode.noise import fault
-from envfactory.episode.types import CallRecord, EpisodeStatus, Message, Observation, ToolCall
-from envfactory.errors import EpisodeError
-from envfactory.tasks.types import Task
-from envfactory.tools.result import ToolError
 from envfactory.users.base import Situation, UserSimulator
 from envfactory.users.factory import make_user
-from envfactory.verify.verdict import Verdict
 from envfactory.verify.verifier import verdict
 from envfactory.world.state import RowChange, hex_hash
 

@@ -3,15 +3,10 @@ to the verifier (a faulted call does not run and is not in the call log)."""
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import BaseModel, Field
-
+from envfactory.contract.config import NoiseConfig, NoiseKind
+from envfactory.contract.results import ToolError
 from envfactory.tasks.seeds import stable_hash
-from envfactory.tools.result import ToolError
 
-NoiseKind = Literal["transient", "rate_limit", "timeout", "malformed"]
-NOISE_KINDS: tuple[NoiseKind, ...] = ("transient", "rate_limit", "timeout", "malformed")
 #: The error code of each kind of injected fault (a call so faulted did not run).
 FAULT_CODES: dict[NoiseKind, str] = {
     "transient": "transient_error",
@@ -19,14 +14,6 @@ FAULT_CODES: dict[NoiseKind, str] = {
     "timeout": "timeout",
     "malformed": "malformed_response",
 }
-
-
-class NoiseConfig(BaseModel):
-    """How often tool calls fail as a flaky production system's would, and how."""
-
-    rate: float = Field(0.0, ge=0.0, le=1.0, description="chance that a tool call is faulted")
-    kinds: tuple[NoiseKind, ...] = NOISE_KINDS
-    seed: int = 0
 
 
 def fault(config: NoiseConfig, task_id: str, call_index: int, tool: str) -> ToolError | None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from envfactory.episode.base import Episode
+from envfactory.contract.episode import Episode
 
 if TYPE_CHECKING:
-    from envfactory.env import Environment
-    from envfactory.policies.scripted import Policy
-    from envfactory.tasks.types import Task
-    from envfactory.verify.verdict import Verdict
+    from envfactory.contract.environment import Environment
+    from envfactory.contract.policy import Policy
+    from envfactory.contract.tasks import Task
+    from envfactory.contract.verdict import Verdict
 
 
 def run_episode(

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envfactory.episode.base import EpisodeConfig
+from envfactory.contract.config import EpisodeConfig
 
 
 class ContextConfig(BaseModel):

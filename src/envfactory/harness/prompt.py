@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from envfactory.contract.tasks import PublicTask
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.toolcalls import tools_block
-from envfactory.tasks.types import PublicTask
 from envfactory.trajectory.record import ChatMessage
 
 DEFAULT_SYSTEM = (

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from envfactory.tools.values import load_json, text_problem, value_problem
+from envfactory.contract.values import load_json, text_problem, value_problem
 
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.S)
 _NAME = re.compile(r'"name"\s*:\s*"([^"]{1,200})"')

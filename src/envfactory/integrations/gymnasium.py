@@ -22,10 +22,11 @@ from typing import Any, SupportsFloat, cast
 import gymnasium as gym
 from gymnasium import spaces
 
-from envfactory.env import Environment
-from envfactory.episode.base import Episode, EpisodeConfig
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.tasks import SPLITS, Split, Task
 from envfactory.registry import list_envs, make
-from envfactory.tasks.types import SPLITS, Split, Task
 
 CHARSET = frozenset(string.printable)
 MAX_OBSERVATION = 1 << 20

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envfactory.episode.types import Message
+from envfactory.contract.actions import Message
 from envfactory.harness.grammar import Choices, reply_grammar
 from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.integrations.embedded import END_OF_TURN

@@ -28,13 +28,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from envfactory.episode.types import EpisodeStatus
+from envfactory.contract.actions import EpisodeStatus
+from envfactory.contract.verdict import RubricItem
 from envfactory.policies.base import PolicyFault, PolicyReply, call_record
 from envfactory.policies.openai import parse_completion
 from envfactory.rollout.types import TaskRef
 from envfactory.trajectory.record import CallRecord, ChatMessage, EpisodeRecord, ModelInfo, Timing
 from envfactory.trajectory.store import StoreError, TrajectoryStore
-from envfactory.verify.verdict import RubricItem
 
 #: The header that carries the proxy's own token, when it has one (the harness's API key
 #: names its episode, so it cannot be the proxy's credential).

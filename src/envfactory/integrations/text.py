@@ -11,18 +11,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from envfactory.env import Environment
-from envfactory.episode.base import EpisodeConfig
-from envfactory.episode.types import Message, Observation
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.actions import Message, Observation
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import EnvFactoryError
+from envfactory.contract.tasks import Task
+from envfactory.contract.verdict import Verdict
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.prompt import exposed_tools, opening
 from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.registry import make
 from envfactory.rollout.types import TaskRef
-from envfactory.tasks.types import Task
 from envfactory.trajectory.record import ChatMessage
-from envfactory.verify.verdict import Verdict
 
 
 class EpisodeFault(EnvFactoryError):

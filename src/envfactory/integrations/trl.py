@@ -20,7 +20,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from envfactory.episode.types import Message, ToolCall
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.verdict import Verdict
 from envfactory.harness.config import HarnessConfig
 from envfactory.integrations.text import load_task, task_openings
 from envfactory.policies.base import RolloutPolicy
@@ -30,7 +31,6 @@ from envfactory.rollout.types import EngineConfig, TaskRef
 from envfactory.trajectory.convert import MissingTokens, to_sequence
 from envfactory.trajectory.record import EpisodeRecord
 from envfactory.trajectory.store import TrajectoryStore
-from envfactory.verify.verdict import Verdict
 
 #: The row field (and the key on the request message) that names a row's task.
 TASK_KEY = "task_id"

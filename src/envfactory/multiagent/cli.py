@@ -13,6 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from envfactory.cli.common import console, err_console, fail, load_env, print_json, report_check
+from envfactory.contract.tasks import Split
 from envfactory.credit.files import credit_folder, parse_credit
 from envfactory.harness.config import HarnessConfig
 from envfactory.multiagent.check import check
@@ -24,7 +25,6 @@ from envfactory.policies.openai import OpenAIPolicy
 from envfactory.rollout.plan import plan_tasks
 from envfactory.rollout.summary import RunSummary
 from envfactory.rollout.types import EngineConfig, TaskRef
-from envfactory.tasks.types import Split
 from envfactory.trajectory.store import TrajectoryStore
 
 SHOWN = (

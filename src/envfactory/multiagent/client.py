@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.errors import EnvFactoryError
 
 Chooser = Callable[[dict[str, Any]], Awaitable[dict[str, Any]] | dict[str, Any]]
 

@@ -1,4 +1,5 @@
-"""A multi-agent world as an :class:`~envfactory.env.Environment` (kind ``multiagent``).
+"""A multi-agent world as an :class:`~envfactory.contract.environment.Environment`
+(kind ``multiagent``).
 
 Tasks keep the discipline of every world: the task at (split, difficulty, index) comes from a
 hashed seed, and each generated set-up belongs to exactly one split by a hash of its content
@@ -19,14 +20,14 @@ from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
-from envfactory.env import EnvInfo, Environment
-from envfactory.episode.base import EpisodeConfig
-from envfactory.episode.types import Message, Observation, ToolCall
-from envfactory.errors import SynthesisError
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo, Environment
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.tasks import SPLITS, HiddenTask, PublicTask, Split, Task
 from envfactory.multiagent.episode import MultiAgentEpisode
 from envfactory.multiagent.tools import SeatTool
 from envfactory.tasks.seeds import split_of, stable_hash, task_seed
-from envfactory.tasks.types import SPLITS, HiddenTask, PublicTask, Split, Task
 
 SPLIT_TRIES = 2000
 

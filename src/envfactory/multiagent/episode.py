@@ -1,6 +1,6 @@
 """The multi-agent episode: several seats act in one episode, each with its own view.
 
-It keeps the :class:`~envfactory.episode.base.Episode` contract and adds to it:
+It keeps the :class:`~envfactory.contract.episode.Episode` contract and adds to it:
 
 - ``agents``: the seats; ``current_actors()``: who must act now (one seat in turn-based
   worlds, several while a simultaneous move is open, none once the episode is done);
@@ -24,14 +24,15 @@ from abc import abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envfactory.episode.base import Episode, EpisodeConfig
-from envfactory.episode.types import EpisodeStatus, Message, Observation, ToolCall, parse_action
-from envfactory.errors import EpisodeError
+from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall, parse_action
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.episode import Episode
+from envfactory.contract.errors import EpisodeError
+from envfactory.contract.results import ToolError, ToolFailure
+from envfactory.contract.tasks import Task
+from envfactory.contract.values import text_problem
+from envfactory.contract.verdict import RubricItem, Verdict
 from envfactory.multiagent.tools import SeatTool
-from envfactory.tasks.types import Task
-from envfactory.tools.result import ToolError, ToolFailure
-from envfactory.tools.values import text_problem
-from envfactory.verify.verdict import RubricItem, Verdict
 
 if TYPE_CHECKING:
     from envfactory.multiagent.environment import MultiAgentEnvironment

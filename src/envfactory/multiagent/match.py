@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from envfactory.contract.tasks import Task
 from envfactory.multiagent.environment import MultiAgentEnvironment, SeatPolicy
 from envfactory.multiagent.episode import MultiAgentEpisode, MultiVerdict
-from envfactory.tasks.types import Task
 
 
 def play_match(

@@ -26,11 +26,11 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-from envfactory.episode.base import EpisodeConfig
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.tasks import SPLITS, Split, Task
 from envfactory.multiagent.environment import MultiAgentEnvironment
 from envfactory.multiagent.episode import MultiAgentEpisode
 from envfactory.registry import make
-from envfactory.tasks.types import SPLITS, Split, Task
 
 MAX_OBSERVATION = 1 << 15  # bytes
 MAX_ACTION = 1 << 14  # characters

@@ -22,7 +22,8 @@ from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any
 
-from envfactory.episode.types import EpisodeStatus, Observation
+from envfactory.contract.actions import EpisodeStatus, Observation
+from envfactory.contract.tasks import Task
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.context import ContextBuilder, Summariser
 from envfactory.harness.toolcalls import tools_block
@@ -36,7 +37,6 @@ from envfactory.rollout.executor import Lane
 from envfactory.rollout.play import EnvFault, Paused, Play, Sample, new_record
 from envfactory.rollout.summary import RunSummary
 from envfactory.rollout.types import EngineConfig, TaskRef, episode_id
-from envfactory.tasks.types import Task
 from envfactory.trajectory.record import SCORED, ChatMessage, EpisodeRecord, ModelInfo
 from envfactory.trajectory.store import Entry, TrajectoryStore
 

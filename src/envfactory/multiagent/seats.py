@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.tasks import Task
 from envfactory.multiagent.environment import MultiAgentEnvironment, SeatPolicy
 from envfactory.policies.base import EpisodeContext, PolicyReply, PolicyRequest, RolloutPolicy
 from envfactory.policies.wrap import assistant_message
-from envfactory.tasks.types import Task
 from envfactory.trajectory.record import ModelInfo
 
 SeatSpec = str | RolloutPolicy

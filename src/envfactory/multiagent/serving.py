@@ -36,13 +36,13 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
+from envfactory.contract.tasks import Task
 from envfactory.multiagent.environment import MultiAgentEnvironment
 from envfactory.multiagent.episode import MultiAgentEpisode
 from envfactory.serving.bodies import decode
 from envfactory.serving.engine import Engine
 from envfactory.serving.errors import BadRequest, Conflict, NotFound, ServingError
 from envfactory.serving.sessions import Session
-from envfactory.tasks.types import Task
 
 PROTOCOL = "envfactory-multi"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from envfactory.contract.results import ToolFailure
 from envfactory.tools.params import parse_arguments
-from envfactory.tools.result import ToolFailure
 
 Format = Literal["openai", "mcp"]
 

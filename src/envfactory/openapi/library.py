@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import DomainError
 from envfactory.domain.loader import parse_domain
 from envfactory.domain.spec import DomainSpec
-from envfactory.env import Environment
-from envfactory.errors import DomainError
 from envfactory.openapi.environment import OpenAPIEnvironment
 from envfactory.registry import list_envs, register
 from envfactory.synth.environment import SynthEnvironment

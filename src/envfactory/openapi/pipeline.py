@@ -34,8 +34,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from envfactory.contract.errors import DomainError, SynthesisError
 from envfactory.domain.loader import parse_domain
-from envfactory.errors import DomainError, SynthesisError
 from envfactory.openapi.compile import compile_document
 from envfactory.openapi.document import SpecError, read_document
 from envfactory.openapi.environment import OpenAPIEnvironment

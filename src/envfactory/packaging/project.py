@@ -20,8 +20,8 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+from envfactory.contract.errors import EnvFactoryError
 from envfactory.domain.loader import read_mapping
-from envfactory.errors import EnvFactoryError
 from envfactory.packaging import templates
 from envfactory.sources import world_files
 

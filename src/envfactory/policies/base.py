@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from envfactory.episode.types import Message, Observation, ToolCall
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.errors import EnvFactoryError
+from envfactory.contract.tasks import Task
 from envfactory.harness.config import HarnessConfig
-from envfactory.tasks.types import Task
 from envfactory.trajectory.record import CallRecord, ChatMessage, ModelInfo
 
 RawAction = ToolCall | Message | dict[str, Any]

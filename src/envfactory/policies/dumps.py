@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.tasks import Task
 from envfactory.policies.exploits import MAX_REPLY, Knowledge, batches, interleave
 from envfactory.policies.scripted import Action, Oracle
-from envfactory.tasks.types import Task
 from envfactory.verify.answers import comparable, kind_of
 
 Mode = Literal["dump_after_work", "dump_spread"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from envfactory.episode.types import Message
+from envfactory.contract.actions import Message
 from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.policies.base import (
     ContextOverflow,

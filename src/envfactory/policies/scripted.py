@@ -9,26 +9,17 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
-from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.policy import Policy
+from envfactory.contract.tasks import PlanStep, Task
 from envfactory.tasks.seeds import stable_hash
-from envfactory.tasks.types import PlanStep, Task
 
 Action = ToolCall | Message
 RETRYABLE = frozenset({"transient_error", "rate_limited", "timeout", "malformed_response"})
 _ID = re.compile(r"^([A-Z]+)-(\d+)$")
 _ID_IN_TEXT = re.compile(r"\b([A-Z]{2,})-\d{3,}\b")
-
-
-class Policy(Protocol):
-    """Chooses actions: ``start`` once per episode, then ``act`` on each observation."""
-
-    name: str
-
-    def start(self, task: Task, tools: list[dict[str, Any]]) -> None: ...
-
-    def act(self, observation: Observation) -> Action: ...
 
 
 def answer_text(answers: list[Any]) -> str:

@@ -11,10 +11,11 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.policy import Policy
 from envfactory.harness.toolcalls import render_call
 from envfactory.policies.base import EpisodeContext, PolicyReply, PolicyRequest
-from envfactory.policies.scripted import Policy, scripted
+from envfactory.policies.scripted import scripted
 from envfactory.trajectory.record import ChatMessage, ModelInfo
 
 

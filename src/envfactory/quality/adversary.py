@@ -31,8 +31,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envfactory.env import Environment
-from envfactory.episode.base import Episode
+from envfactory.contract.environment import Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.policy import Policy
+from envfactory.contract.tasks import Task
 from envfactory.policies.dumps import dump_policies
 from envfactory.policies.exploits import (
     LONG_REPLY,
@@ -44,7 +46,7 @@ from envfactory.policies.exploits import (
     Shotgun,
     TerminalTrick,
 )
-from envfactory.policies.scripted import Policy, write_tools
+from envfactory.policies.scripted import write_tools
 from envfactory.quality.play import play_traced
 from envfactory.quality.search import Search, searches
 from envfactory.quality.search.sample import draw
@@ -56,7 +58,6 @@ from envfactory.quality.stats import (
     tasks_to_catch,
     upper_bound,
 )
-from envfactory.tasks.types import Task
 
 EXPLOIT_MAX = 0.02
 CATCH_RATE = 0.05  # the share of tasks an exploit pays on that the attack is sized to catch

@@ -22,22 +22,17 @@ from statistics import fmean
 
 from pydantic import BaseModel, Field
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.policy import Policy
+from envfactory.contract.tasks import Split, Task
 from envfactory.episode.runner import run_episode
-from envfactory.errors import SynthesisError
-from envfactory.policies.scripted import (
-    Guess,
-    NoOp,
-    Oracle,
-    Policy,
-    SpamWrites,
-    write_tools,
-)
+from envfactory.policies.baselines import noisy_baseline, random_baseline
+from envfactory.policies.scripted import Guess, NoOp, Oracle, SpamWrites, write_tools
 from envfactory.quality.adversary import Attack, ExploitStats, attack, shortfalls
 from envfactory.quality.check import sample_cells
 from envfactory.quality.stats import ALPHA, gain_power, p_above, p_gain, upper_bound
 from envfactory.registry import build
-from envfactory.tasks.types import Split, Task
 
 Progress = Callable[[int], None]
 BASELINE_MAX = 0.05
@@ -112,9 +107,9 @@ def _policies(env: Environment, seed: int) -> dict[str, list[Policy]]:
     since a task's runs are not independent)."""
     return {
         "oracle": [Oracle()],
-        "noisy_oracle": [env.noisy_oracle(0.8, seed + k) for k in range(NOISY_RUNS)],
+        "noisy_oracle": [noisy_baseline(env, 0.8, seed + k) for k in range(NOISY_RUNS)],
         "noop": [NoOp()],
-        "random": [env.random_policy(seed)],
+        "random": [random_baseline(env, seed)],
         "spam": [SpamWrites(seed=seed, writes=write_tools(env.tools("mcp")))],
         "guess": [Guess()],
     }

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
 from envfactory.quality.audit import AuditReport, audit
 from envfactory.tasks.seeds import SPLIT_SHARES
 

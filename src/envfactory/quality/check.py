@@ -14,12 +14,14 @@ from statistics import fmean
 
 from pydantic import BaseModel
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.policy import Policy
+from envfactory.contract.tasks import Split, Task
 from envfactory.episode.runner import run_episode
-from envfactory.errors import SynthesisError
-from envfactory.policies.scripted import NoOp, Oracle, Policy
+from envfactory.policies.baselines import noisy_baseline, random_baseline
+from envfactory.policies.scripted import NoOp, Oracle
 from envfactory.tasks.seeds import SPLIT_SHARES
-from envfactory.tasks.types import Split, Task
 
 Progress = Callable[[int], None]
 
@@ -100,8 +102,8 @@ def check(
         policies: dict[str, Policy] = {
             "oracle": Oracle(),
             "noop": NoOp(),
-            "random": env.random_policy(seed),
-            "noisy_oracle": env.noisy_oracle(0.8, seed),
+            "random": random_baseline(env, seed),
+            "noisy_oracle": noisy_baseline(env, 0.8, seed),
         }
         for name, policy in policies.items():
             reward = run_episode(env, task, policy, episode).reward or 0.0

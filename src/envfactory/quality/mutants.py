@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal, get_args
 
+from envfactory.contract.environment import Environment
 from envfactory.domain.loader import BUILTIN_DIR, parse_domain, read_mapping
-from envfactory.env import Environment
 from envfactory.quality import mutant_exploits as ex
 from envfactory.quality import planted
 from envfactory.registry import build, register, unregister

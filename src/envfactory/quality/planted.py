@@ -13,10 +13,10 @@ import math
 from dataclasses import replace
 from typing import Any, Literal
 
-from envfactory.episode.base import EpisodeConfig
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.tasks import Split, Task
 from envfactory.episode.db import DatabaseEpisode
-from envfactory.episode.types import Message, Observation, ToolCall
-from envfactory.tasks.types import Split, Task
 from envfactory.verify.answers import gives
 from envfactory.verify.rubric import Gate, Rubric
 from envfactory.world.environment import DatabaseEnvironment

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from envfactory.env import Environment
-from envfactory.episode.base import Episode
-from envfactory.episode.types import ToolCall
-from envfactory.policies.scripted import Policy
-from envfactory.tasks.types import Task
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.environment import Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.policy import Policy
+from envfactory.contract.tasks import Task
 
 
 def play(env: Environment, task: Task, policy: Policy, episode: Episode) -> float | None:

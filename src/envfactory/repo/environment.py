@@ -23,16 +23,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from envfactory.env import EnvInfo, Environment
-from envfactory.episode.base import EpisodeConfig
-from envfactory.errors import SynthesisError
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo, Environment
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.tasks import HiddenTask, PlanStep, PublicTask, Split, Task
 from envfactory.repo import projects
 from envfactory.repo.mutate import Mutation, candidates
 from envfactory.repo.projects import PROJECTS, Project
 from envfactory.repo.tools import TOOLS, schemas
 from envfactory.repo.verify import baseline, verify
 from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash
-from envfactory.tasks.types import HiddenTask, PlanStep, PublicTask, Split, Task
 from envfactory.terminal.sandbox import Limits
 
 STARTER = 0

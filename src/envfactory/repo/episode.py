@@ -19,22 +19,23 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from envfactory.episode.base import EpisodeConfig, error_observation
-from envfactory.episode.types import Observation, ToolCall
-from envfactory.errors import EpisodeError
+from envfactory.contract.actions import Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.episode import error_observation
+from envfactory.contract.errors import EpisodeError
+from envfactory.contract.results import ToolError, ToolFailure
+from envfactory.contract.tasks import Task
+from envfactory.contract.verdict import RubricItem, Verdict, combine
 from envfactory.repo import projects
 from envfactory.repo.confine import collateral
 from envfactory.repo.gate import tamper_names
 from envfactory.repo.runner import DriverFailed, agent_env, binds, drive, layout, store
 from envfactory.repo.tools import TOOLS
 from envfactory.repo.verify import baseline
-from envfactory.tasks.types import Task
 from envfactory.terminal import fs
 from envfactory.terminal.episode import TerminalEpisode, _fault, gate
 from envfactory.terminal.sandbox import Sandbox, SandboxError, SandboxUnavailable
 from envfactory.tools.params import validate
-from envfactory.tools.result import ToolError, ToolFailure
-from envfactory.verify.verdict import RubricItem, Verdict, combine
 
 if TYPE_CHECKING:
     from envfactory.repo.environment import RepoEnvironment

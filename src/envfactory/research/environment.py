@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
+from envfactory.contract.tasks import Split
 from envfactory.research.corpus import DEFAULT_SIZE, Corpus, corpus
 from envfactory.research.plans import Draft
 from envfactory.research.questions import LEVELS, Builder
 from envfactory.research.world import DIFFICULTIES, PASSES, ResearchWorld, held_out
 from envfactory.tasks.seeds import content_unit
-from envfactory.tasks.types import Split
 
 __all__ = ["DIFFICULTIES", "PASSES", "ResearchEnvironment"]
 PERSONA = "You are a careful research assistant with an offline encyclopedia."

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from envfactory.episode.base import EpisodeConfig, ToolEpisode, error_observation, unknown_tool
-from envfactory.episode.types import EpisodeStatus, Message, Observation, ToolCall
-from envfactory.errors import EpisodeError
+from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.episode import ToolEpisode, error_observation, unknown_tool
+from envfactory.contract.errors import EpisodeError
+from envfactory.contract.results import ToolError, ToolFailure
+from envfactory.contract.tasks import Task
+from envfactory.contract.verdict import RubricItem, Verdict, combine
 from envfactory.research import answers
 from envfactory.research.corpus import Library
 from envfactory.research.hidden import ResearchHidden
 from envfactory.research.tools import MAX_FOUND, TOOLS
 from envfactory.tasks.seeds import stable_hash
-from envfactory.tasks.types import Task
 from envfactory.tools.params import validate
-from envfactory.tools.result import ToolError, ToolFailure
-from envfactory.verify.verdict import RubricItem, Verdict, combine
 
 if TYPE_CHECKING:
     from envfactory.research.world import ResearchWorld

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from envfactory.contract.tasks import HiddenTask
 from envfactory.research.answers import AnswerType
-from envfactory.tasks.types import HiddenTask
 
 
 class ResearchHidden(HiddenTask):

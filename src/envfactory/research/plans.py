@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from envfactory.contract.tasks import PlanStep
 from envfactory.research.answers import AnswerType, normalise
 from envfactory.research.corpus import Library
-from envfactory.tasks.types import PlanStep
 
 K = 5  # results a gold search asks for
 

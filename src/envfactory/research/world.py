@@ -16,9 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
-from envfactory.env import EnvInfo, Environment
-from envfactory.episode.base import EpisodeConfig
-from envfactory.errors import SynthesisError
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo, Environment
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.tasks import PlanStep, PublicTask, Split, Task
 from envfactory.research import answers, tools
 from envfactory.research.corpus import Library
 from envfactory.research.episode import ResearchEpisode
@@ -26,7 +27,6 @@ from envfactory.research.hidden import ResearchHidden
 from envfactory.research.plans import Draft, replayable
 from envfactory.tasks.answer_balance import AnswerCap
 from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash
-from envfactory.tasks.types import PlanStep, PublicTask, Split, Task
 
 DIFFICULTIES = [0, 1, 2, 3, 4, 5]
 PASSES = 8  # times a difficulty's candidate sequence goes over its starting points

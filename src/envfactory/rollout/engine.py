@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from envfactory.env import Environment
-from envfactory.episode.base import EpisodeConfig
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import EnvFactoryError
 from envfactory.gc_tuning import quiet_gc
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.context import Summariser

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from envfactory.contract.tasks import Split
 from envfactory.registry import make
 from envfactory.rollout.types import TaskRef
-from envfactory.tasks.types import Split
 
 
 def plan_tasks(

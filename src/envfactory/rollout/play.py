@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from envfactory.env import Environment
-from envfactory.episode.base import Episode, EpisodeConfig
-from envfactory.episode.types import EpisodeStatus, Message, Observation, ToolCall
+from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.tasks import Task
 from envfactory.harness.context import ContextBuilder
 from envfactory.harness.prompt import exposed_tools, opening
 from envfactory.harness.toolcalls import tool_response
@@ -35,7 +37,6 @@ from envfactory.policies.base import (
 )
 from envfactory.rollout.executor import EnvExecutor, Lane
 from envfactory.rollout.retry import backoff
-from envfactory.tasks.types import Task
 from envfactory.trajectory.record import SCORED, EpisodeRecord, ModelInfo, StepRecord
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.errors import EnvFactoryError
 from envfactory.harness.config import HarnessConfig
 from envfactory.policies.base import RolloutPolicy
 from envfactory.rollout.engine import Listener, RolloutEngine

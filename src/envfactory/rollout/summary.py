@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envfactory.episode.types import STATUSES
+from envfactory.contract.actions import STATUSES
 from envfactory.trajectory.record import EpisodeRecord
 
 

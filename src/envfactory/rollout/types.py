@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envfactory.contract.tasks import SPLITS, Split
 from envfactory.rollout.executor import ExecutorKind
 from envfactory.rollout.retry import RetryConfig
-from envfactory.tasks.types import SPLITS, Split
 
 
 @dataclass(frozen=True, slots=True)

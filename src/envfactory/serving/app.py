@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
 from envfactory.gc_tuning import quiet_gc
 from envfactory.multiagent.serving import multiagent_router
 from envfactory.serving.auth import TokenGuard

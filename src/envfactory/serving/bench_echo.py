@@ -11,14 +11,15 @@ import argparse
 import json
 from typing import Any, Literal
 
-from envfactory.env import EnvInfo, Environment
-from envfactory.episode.base import Episode, EpisodeConfig
-from envfactory.episode.types import Message, Observation, ToolCall, parse_action
+from envfactory.contract.actions import Message, Observation, ToolCall, parse_action
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo, Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.tasks import HiddenTask, PlanStep, PublicTask, Split, Task
+from envfactory.contract.verdict import Verdict
 from envfactory.registry import make
 from envfactory.serving.config import ServeConfig
 from envfactory.serving.server import serve
-from envfactory.tasks.types import HiddenTask, PlanStep, PublicTask, Split, Task
-from envfactory.verify.verdict import Verdict
 
 ECHO_SCHEMA = {
     "type": "object",

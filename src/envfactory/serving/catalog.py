@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from envfactory.env import Environment
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import EnvFactoryError
+from envfactory.contract.tasks import Split, Task
 from envfactory.rollout.types import TaskRef as TaskRef  # the servers' task address too
 from envfactory.serving.errors import BadRequest
-from envfactory.tasks.types import Split, Task
 
 DEFAULT_BLOCK = 1000
 

@@ -20,12 +20,12 @@ from typing import Any, Generic, Literal, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from envfactory.env import EnvInfo
-from envfactory.episode.types import EpisodeStatus, Message, Observation, ToolCall
+from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
+from envfactory.contract.environment import EnvInfo
+from envfactory.contract.tasks import PublicTask, Task
+from envfactory.contract.verdict import Verdict
 from envfactory.serving import errors
 from envfactory.serving.models import Opened, SessionState, StepOut
-from envfactory.tasks.types import PublicTask, Task
-from envfactory.verify.verdict import Verdict
 
 T = TypeVar("T")
 TaskLike = PublicTask | Task | str

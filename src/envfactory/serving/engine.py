@@ -15,18 +15,18 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from envfactory.env import Environment
-from envfactory.episode.base import EpisodeConfig
-from envfactory.episode.types import Observation
-from envfactory.errors import UnknownEnvironment
+from envfactory.contract.actions import Observation
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import UnknownEnvironment
+from envfactory.contract.tasks import PublicTask
+from envfactory.contract.verdict import Verdict
 from envfactory.gc_tuning import CollectAfter
 from envfactory.registry import list_envs, make
 from envfactory.serving.catalog import TaskCatalog, TaskRef
 from envfactory.serving.config import ServeConfig
 from envfactory.serving.errors import Conflict, EpisodeFinished, NotFound
 from envfactory.serving.sessions import Session, SessionStore
-from envfactory.tasks.types import PublicTask
-from envfactory.verify.verdict import Verdict
 
 T = TypeVar("T")
 

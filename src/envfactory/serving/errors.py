@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.errors import EnvFactoryError
 
 
 class ServingError(EnvFactoryError):

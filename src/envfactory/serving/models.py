@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
-from envfactory.episode.types import EpisodeStatus, Message, Observation, ToolCall
-from envfactory.tasks.types import PublicTask
+from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
+from envfactory.contract.tasks import PublicTask
 
 # -- Open Reward Standard ---------------------------------------------------------------------
 

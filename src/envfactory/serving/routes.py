@@ -14,8 +14,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Header
 from pydantic import Field
 
-from envfactory.env import EnvInfo
-from envfactory.episode.types import Message, ToolCall
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.environment import EnvInfo
+from envfactory.contract.tasks import PublicTask
+from envfactory.contract.verdict import Verdict
 from envfactory.serving.engine import Engine
 from envfactory.serving.errors import BadRequest
 from envfactory.serving.models import (
@@ -27,8 +29,6 @@ from envfactory.serving.models import (
     StepOut,
 )
 from envfactory.serving.sessions import Session
-from envfactory.tasks.types import PublicTask
-from envfactory.verify.verdict import Verdict
 
 PREFIX = "/envfactory"
 PROTOCOL = "envfactory"

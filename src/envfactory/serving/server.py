@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import httpx
 import uvicorn
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
 from envfactory.serving.app import create_app
 from envfactory.serving.config import ServeConfig, check_bind
 

@@ -12,11 +12,11 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from envfactory.env import Environment
-from envfactory.episode.base import Episode
+from envfactory.contract.environment import Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.tasks import Task
+from envfactory.contract.verdict import Verdict
 from envfactory.serving.errors import CapacityReached, Conflict, SessionExpired, SessionUnknown
-from envfactory.tasks.types import Task
-from envfactory.verify.verdict import Verdict
 
 REMEMBER_EXPIRED = 65_536
 

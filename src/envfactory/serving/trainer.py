@@ -12,10 +12,10 @@ import hmac
 
 from fastapi import APIRouter, Depends, Header
 
+from envfactory.contract.verdict import Verdict
 from envfactory.serving.engine import Engine
 from envfactory.serving.errors import Unauthorized
 from envfactory.serving.models import ErrorOut
-from envfactory.verify.verdict import Verdict
 
 PREFIX = "/envfactory/trainer"
 HEADER = "X-Trainer-Token"

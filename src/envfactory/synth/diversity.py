@@ -22,8 +22,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from envfactory.env import Environment
-from envfactory.tasks.types import Split
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import Split
 
 SPLIT: Split = "train"
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from envfactory.contract.errors import DomainError, SynthesisError
 from envfactory.domain.loader import parse_domain
-from envfactory.errors import DomainError, SynthesisError
 from envfactory.openapi.library import register_world, save_world
 from envfactory.quality.batch import AuditedWorld, tally
 from envfactory.registry import list_envs

@@ -25,9 +25,9 @@ import httpx
 import yaml
 from pydantic import BaseModel, Field
 
+from envfactory.contract.errors import DomainError, SynthesisError
 from envfactory.domain.loader import parse_domain
 from envfactory.domain.spec import DomainSpec
-from envfactory.errors import DomainError, SynthesisError
 from envfactory.openapi.library import register_world, save_world
 from envfactory.quality.batch import audit_at_scale, empty_cell
 from envfactory.synth.environment import SynthEnvironment

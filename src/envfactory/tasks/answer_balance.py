@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envfactory.env import Environment
-from envfactory.errors import SynthesisError
-from envfactory.tasks.types import Split, Task
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.tasks import Split, Task
 from envfactory.verify.answers import comparable, kind_of
 
 FAIR_SHARE = 0.25  # the most one value may answer of a template's questions

@@ -28,9 +28,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from envfactory.env import Environment
-from envfactory.errors import SynthesisError
-from envfactory.tasks.types import Split, TargetChange, Task
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.tasks import Split, TargetChange, Task
 from envfactory.verify.answers import comparable
 
 ChangeKey = tuple[str, str | None, str]

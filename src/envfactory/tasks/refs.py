@@ -13,9 +13,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from envfactory.contract.errors import DomainError
 from envfactory.domain.expr import Template, Value
 from envfactory.domain.spec import DomainSpec, RefSpec
-from envfactory.errors import DomainError
 from envfactory.world.store import Base
 from envfactory.world.tables import Row
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
-from envfactory.tasks.types import Split
+from envfactory.contract.tasks import Split
 from envfactory.world.store import Base
 
 SPLIT_SHARES: tuple[tuple[Split, float], ...] = (

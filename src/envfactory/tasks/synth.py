@@ -20,12 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from faker import Faker
 
-from envfactory.domain.expr import Expr, ExprError, Template, Value, compile_expr
-from envfactory.domain.spec import BindSpec, EffectSpec, GoalSpec, LevelSpec, RowsSpec
-from envfactory.errors import DomainError, SynthesisError
-from envfactory.tasks.refs import Call, References
-from envfactory.tasks.seeds import SPLIT_SHARES, Ownership, stable_hash, task_seed
-from envfactory.tasks.types import (
+from envfactory.contract.errors import DomainError, SynthesisError
+from envfactory.contract.tasks import (
     Ask,
     HiddenTask,
     PlanStep,
@@ -34,6 +30,10 @@ from envfactory.tasks.types import (
     TargetChange,
     Task,
 )
+from envfactory.domain.expr import Expr, ExprError, Template, Value, compile_expr
+from envfactory.domain.spec import BindSpec, EffectSpec, GoalSpec, LevelSpec, RowsSpec
+from envfactory.tasks.refs import Call, References
+from envfactory.tasks.seeds import SPLIT_SHARES, Ownership, stable_hash, task_seed
 from envfactory.tools.runtime import RowLoad, RowsQuery
 from envfactory.verify.answers import Vocabulary, comparable
 from envfactory.verify.spoken import stated_in

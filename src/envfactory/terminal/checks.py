@@ -26,9 +26,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envfactory.contract.verdict import RubricItem
 from envfactory.terminal.fs import Tree, files_under, sha
 from envfactory.terminal.sandbox import RunResult
-from envfactory.verify.verdict import RubricItem
 
 TestKind = Literal["files", "dir_files", "modes", "json", "csv", "archive", "config", "exec"]
 ExecRunner = Callable[[str, dict[str, str]], RunResult]

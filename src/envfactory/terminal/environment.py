@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from envfactory.env import EnvInfo, Environment
-from envfactory.episode.base import EpisodeConfig
-from envfactory.errors import SynthesisError
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo, Environment
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.tasks import PublicTask, Split, Task
 from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash, task_seed
-from envfactory.tasks.types import PublicTask, Split, Task
 from envfactory.terminal import tools
 from envfactory.terminal.checks import static_passes
 from envfactory.terminal.episode import TerminalEpisode

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from envfactory.episode.base import EpisodeConfig, ToolEpisode, error_observation, unknown_tool
-from envfactory.episode.types import EpisodeStatus, Message, Observation, ToolCall
-from envfactory.errors import EpisodeError
-from envfactory.tasks.types import Task
+from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.episode import ToolEpisode, error_observation, unknown_tool
+from envfactory.contract.errors import EpisodeError
+from envfactory.contract.results import ToolError, ToolFailure
+from envfactory.contract.tasks import Task
+from envfactory.contract.verdict import RubricItem, Verdict, combine
 from envfactory.terminal import fs
 from envfactory.terminal.checks import rubric
 from envfactory.terminal.family import TerminalHidden
@@ -20,8 +23,6 @@ from envfactory.terminal.sandbox import (
 )
 from envfactory.terminal.tools import READ_LIMIT, TOOLS
 from envfactory.tools.params import validate
-from envfactory.tools.result import ToolError, ToolFailure
-from envfactory.verify.verdict import RubricItem, Verdict, combine
 
 if TYPE_CHECKING:
     from envfactory.terminal.environment import TerminalEnvironment

@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 
 from pydantic import Field
 
-from envfactory.tasks.types import HiddenTask, PlanStep
+from envfactory.contract.tasks import HiddenTask, PlanStep
 from envfactory.terminal.checks import CompletionTest
 from envfactory.terminal.fs import FileSpec
 

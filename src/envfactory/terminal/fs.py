@@ -20,8 +20,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from envfactory.contract.results import ToolFailure
 from envfactory.terminal.sandbox import HOME
-from envfactory.tools.result import ToolFailure
 
 EntryKind = Literal["file", "dir", "link", "other"]
 MAX_FILE = 1 << 20  # bytes of one file a snapshot keeps

@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from envfactory.contract.results import ToolFailure
+from envfactory.contract.values import MAX_CHARS, load_json, number_problem, value_problem
 from envfactory.domain.spec import ParamSpec
-from envfactory.tools.result import ToolFailure
-from envfactory.tools.values import MAX_CHARS, load_json, number_problem, value_problem
 
 _JSON_TYPES = {
     "string": "string",
@@ -129,7 +129,7 @@ def _check_one(name: str, p: ParamSpec, v: Any) -> str | None:
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
     """Arguments as a dict, from a dict or a JSON object text, every value one an agent may
-    send (:mod:`envfactory.tools.values`); raises :class:`ToolFailure` naming the first bad
+    send (:mod:`envfactory.contract.values`); raises :class:`ToolFailure` naming the first bad
     argument."""
     if isinstance(raw, str):
         if len(raw) > MAX_ARGUMENT_CHARS:

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from envfactory.contract.errors import DomainError
+from envfactory.contract.results import ToolError, ToolFailure, ToolResult
 from envfactory.domain.expr import Expr, ExprError, RowFilter, Template, Value, compile_expr
 from envfactory.domain.spec import ActionSpec, ParamSpec, RowsSpec
-from envfactory.errors import DomainError
 from envfactory.tools.params import check_arguments, json_schema, parse_arguments
-from envfactory.tools.result import ToolError, ToolFailure, ToolResult
 from envfactory.world.store import Store
 from envfactory.world.tables import Row, Table
 

@@ -24,10 +24,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from envfactory.contract.tasks import Split
 from envfactory.harness.config import HarnessConfig
 from envfactory.rollout.engine import Listener
 from envfactory.rollout.types import TaskRef
-from envfactory.tasks.types import Split
 from envfactory.training.sft import solved
 from envfactory.trajectory.record import ChatMessage, EpisodeRecord
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.errors import EnvFactoryError
 from envfactory.trajectory.record import CallRecord, ChatMessage, EpisodeRecord
 
 

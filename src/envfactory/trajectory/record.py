@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envfactory.episode.types import EpisodeStatus
-from envfactory.verify.verdict import RubricItem
+from envfactory.contract.actions import EpisodeStatus
+from envfactory.contract.verdict import RubricItem
 
 ChatMessage = dict[str, Any]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from envfactory.errors import EnvFactoryError
+from envfactory.contract.errors import EnvFactoryError
 from envfactory.trajectory.record import EpisodeRecord
 
 EPISODES = "episodes.jsonl"

@@ -3,23 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
-
-from pydantic import BaseModel, Field
+from typing import Any, Protocol
 
 STOP = "###STOP###"
-
-
-class UserConfig(BaseModel):
-    """Which user simulator an episode uses. ``scripted`` is deterministic and the default;
-    ``llm`` asks a model behind any OpenAI-compatible endpoint to play the user."""
-
-    kind: Literal["scripted", "llm"] = "scripted"
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str = "user-simulator"
-    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable with the key")
-    timeout_s: float = 30.0
-    max_unanswered: int = Field(3, description="questions it cannot answer before it gives up")
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from envfactory.users.base import UserConfig, UserSimulator
+from envfactory.contract.config import UserConfig
+from envfactory.users.base import UserSimulator
 from envfactory.users.llm import LLMUser
 from envfactory.users.scripted import ScriptedUser
 

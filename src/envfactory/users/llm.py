@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx
 
-from envfactory.users.base import STOP, Situation, UserConfig, UserReply
+from envfactory.contract.config import UserConfig
+from envfactory.users.base import STOP, Situation, UserReply
 
 SYSTEM = """You are a customer talking to a support agent. Stay in character.
 Your request: {instruction}

@@ -6,7 +6,7 @@ digits: seat ``29B``, tracking number ``200537866304``) or a word (a name, a cit
 The reply's mentions of that kind are read with the reader that finds the answer
 (:mod:`envfactory.verify.mentions`), so whatever could match counts as a candidate; the words
 a reply could name are the values the answer's column holds in the world, recorded on the task
-at synthesis (:class:`~envfactory.tasks.types.AnswerKey`).
+at synthesis (:class:`~envfactory.contract.tasks.AnswerKey`).
 
 The rule: for each kind asked for, the reply may name no more distinct values of that kind than
 answers of that kind were asked for; values the request itself names do not count (repeating
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from envfactory.tasks.types import AnswerKey
+from envfactory.contract.tasks import AnswerKey
 from envfactory.verify import mentions as m
 
 Kind = Literal["yes/no", "number", "fraction", "date", "time", "code", "word"]

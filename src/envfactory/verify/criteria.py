@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from envfactory.contract.actions import CallRecord
+from envfactory.contract.errors import DomainError
+from envfactory.contract.tasks import HiddenTask
 from envfactory.domain.expr import Expr, ExprError, compile_expr
 from envfactory.domain.spec import RUBRIC_FACTS, DomainSpec, RubricItemSpec, WriteBudgetSpec
-from envfactory.episode.types import CallRecord
-from envfactory.errors import DomainError
-from envfactory.tasks.types import HiddenTask
 from envfactory.verify.answers import grade_conversation
 from envfactory.verify.rubric import Criterion, Judgement, Min, Node, Product, Rubric, WeightedSum
 from envfactory.verify.rubric import Gate as GateNode

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from envfactory.tasks.types import TargetChange
+from envfactory.contract.tasks import TargetChange
 from envfactory.world.state import RowChange
 
 SEARCH_BUDGET = 20_000  # search nodes; a real episode needs a handful

@@ -13,7 +13,7 @@ in [0, 1] and why), or None when it does not apply to the episode. Nodes compose
 
 Defense items (no collateral writes, rules respected, a write budget) are ordinary criteria.
 :meth:`Rubric.judge` returns the reward, the flat list of leaf items a
-:class:`~envfactory.verify.verdict.Verdict` carries, and a tree that shows how they combined.
+:class:`~envfactory.contract.verdict.Verdict` carries, and a tree that shows how they combined.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
-from envfactory.verify.verdict import RubricItem, weighted_mean
+from envfactory.contract.verdict import RubricItem, weighted_mean
 
 E = TypeVar("E")
 Kind = Literal["score", "gate"]
@@ -250,7 +250,7 @@ class Rubric(Generic[E]):
 
 def flat(criteria: Sequence[Criterion[Any]], name: str = "reward") -> Node[Any]:
     """The classic shape: the weighted mean of the ``score`` criteria times every ``gate``
-    (what :func:`~envfactory.verify.verdict.combine` computes from a flat item list)."""
+    (what :func:`~envfactory.contract.verdict.combine` computes from a flat item list)."""
     scores = [c for c in criteria if c.kind == "score"]
     gates = [c for c in criteria if c.kind == "gate"]
     return Gate(name, gates, WeightedSum("task", scores))

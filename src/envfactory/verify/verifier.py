@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from envfactory.contract.actions import CallRecord, EpisodeStatus
+from envfactory.contract.tasks import HiddenTask
+from envfactory.contract.verdict import RubricItem, Verdict
 from envfactory.domain.expr import Expr, ExprError, compile_expr
 from envfactory.domain.spec import RuleSpec
-from envfactory.episode.types import CallRecord, EpisodeStatus
-from envfactory.tasks.types import HiddenTask
 from envfactory.verify.criteria import DEFAULT_RUBRIC, Evidence
 from envfactory.verify.matching import match_state
 from envfactory.verify.rubric import Rubric
-from envfactory.verify.verdict import RubricItem, Verdict
 from envfactory.world.state import RowChange
 
 RowLookup = Callable[[Any], Mapping[str, Any] | None]

@@ -12,9 +12,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from envfactory.env import EnvInfo, Environment
-from envfactory.episode.base import EpisodeConfig
-from envfactory.tasks.types import Ask, HiddenTask, PlanStep, PublicTask, Split, Task
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo, Environment
+from envfactory.contract.policy import Policy
+from envfactory.contract.tasks import Ask, HiddenTask, PlanStep, PublicTask, Split, Task
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS, schemas
 from envfactory.web.guide import GUIDED, walkthrough
@@ -122,13 +123,13 @@ class WebEnvironment(Environment):
         plan = hidden.domain.gold_plan if isinstance(hidden, WebHidden) else hidden.gold_plan
         return [s.tool for s in plan]
 
-    def random_policy(self, seed: int = 0) -> Any:
+    def random_policy(self, seed: int = 0) -> Policy:
         """Random clicking: clicks, fills and choices among the page's elements."""
         from envfactory.web.policies import RandomClicker
 
         return RandomClicker(seed=seed)
 
-    def noisy_oracle(self, skill: float = 0.8, seed: int = 0) -> Any:
+    def noisy_oracle(self, skill: float = 0.8, seed: int = 0) -> Policy:
         """The noisy oracle slipping per tool call, as in the domain's world, acting through
         the browser (a slip per browser action would grade forms by their field count)."""
         from envfactory.web.policies import WebNoisyOracle

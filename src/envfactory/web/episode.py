@@ -11,13 +11,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from envfactory.episode.base import EpisodeConfig, ToolEpisode, error_observation, unknown_tool
-from envfactory.episode.types import Message, Observation, ToolCall
-from envfactory.errors import EpisodeError
-from envfactory.tasks.types import Task
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.episode import ToolEpisode, error_observation, unknown_tool
+from envfactory.contract.errors import EpisodeError
+from envfactory.contract.results import ToolError, ToolFailure
+from envfactory.contract.tasks import Task
+from envfactory.contract.verdict import Verdict
 from envfactory.tools.params import validate
-from envfactory.tools.result import ToolError, ToolFailure
-from envfactory.verify.verdict import Verdict
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS, BID_PATTERN, key_names
 from envfactory.web.environment import WebHidden

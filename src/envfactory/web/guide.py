@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from envfactory.tasks.types import PlanStep
+from envfactory.contract.tasks import PlanStep
 
 GUIDED = 0  # the level that is guided
 REPLY = "send_msg_to_user(text=...): what you were asked for"

@@ -6,10 +6,10 @@ import random
 import re
 from typing import Any
 
-from envfactory.episode.types import Message, Observation, ToolCall
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.tasks import PlanStep, Task
 from envfactory.policies.scripted import NoisyOracle, _corrupt, _wrong
 from envfactory.tasks.seeds import stable_hash
-from envfactory.tasks.types import PlanStep, Task
 
 _ELEMENT = re.compile(r"\[([A-Za-z0-9_.:-]+)\] (link|button|textbox|combobox)")
 _WORDS = ("ORD-00001", "CUS-00012", "42", "2026-05-01", "yes", "Boston", "refund")

@@ -20,8 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from envfactory.episode.types import ToolCall
-from envfactory.tools.result import ToolError
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.results import ToolError
 
 if TYPE_CHECKING:
     from envfactory.episode.db import DatabaseEpisode

@@ -7,12 +7,12 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Literal
 
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo, Environment
+from envfactory.contract.tasks import Split, Task
 from envfactory.domain.spec import DomainSpec
-from envfactory.env import EnvInfo, Environment
-from envfactory.episode.base import EpisodeConfig
 from envfactory.episode.db import DatabaseEpisode
 from envfactory.tasks.synth import TaskFactory
-from envfactory.tasks.types import Split, Task
 from envfactory.verify.criteria import domain_rubric
 from envfactory.verify.verifier import RuleChecker
 from envfactory.world.tables import Row

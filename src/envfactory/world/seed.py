@@ -9,9 +9,9 @@ from typing import Any
 
 from faker import Faker
 
+from envfactory.contract.errors import DomainError
 from envfactory.domain.expr import compile_expr
 from envfactory.domain.spec import DomainSpec, EntitySpec, FieldSpec
-from envfactory.errors import DomainError
 from envfactory.world.tables import Row, Table
 
 

@@ -21,7 +21,8 @@ from typing import Any
 
 import ray
 
-from envfactory.episode.base import Episode, EpisodeConfig
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.episode import Episode
 from envfactory.harness.config import HarnessConfig
 from envfactory.integrations.text import load_task
 from envfactory.policies.base import RolloutPolicy

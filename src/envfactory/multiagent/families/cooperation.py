@@ -20,16 +20,16 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from envfactory.episode.base import EpisodeConfig
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.results import ToolFailure
+from envfactory.contract.tasks import Task
 from envfactory.episode.db import DatabaseEpisode
-from envfactory.episode.types import Message, Observation, ToolCall
 from envfactory.multiagent.environment import SeatPolicy
 from envfactory.multiagent.episode import Action, MultiAgentEpisode, MultiVerdict
 from envfactory.multiagent.families.dbworld import DatabaseBacked
 from envfactory.multiagent.tools import SeatTool, message_tool
 from envfactory.policies.scripted import NoisyOracle, Oracle
-from envfactory.tasks.types import Task
-from envfactory.tools.result import ToolFailure
 
 SEATS = ("front", "back")
 NEED, DONE = "NEED:", "DONE:"

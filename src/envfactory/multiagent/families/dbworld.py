@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from envfactory.contract.tasks import Split, Task
 from envfactory.multiagent.environment import MultiAgentEnvironment
 from envfactory.multiagent.tools import SeatTool
 from envfactory.registry import make
-from envfactory.tasks.types import Split, Task
 from envfactory.world.environment import DatabaseEnvironment
 
 

@@ -25,18 +25,18 @@ import json
 import re
 from typing import Any, ClassVar
 
-from envfactory.episode.base import EpisodeConfig
+from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.results import ToolFailure
+from envfactory.contract.tasks import HiddenTask, PlanStep, PublicTask, Split, TargetChange, Task
+from envfactory.contract.values import load_json
 from envfactory.episode.db import DatabaseEpisode
-from envfactory.episode.types import Message, Observation, ToolCall
 from envfactory.multiagent.environment import SeatPolicy, digest
 from envfactory.multiagent.episode import Action, MultiAgentEpisode
 from envfactory.multiagent.families.dbworld import DatabaseBacked
 from envfactory.multiagent.tools import SeatTool
 from envfactory.policies.scripted import NoisyOracle, Oracle
 from envfactory.tasks.synth import fingerprint
-from envfactory.tasks.types import HiddenTask, PlanStep, PublicTask, Split, TargetChange, Task
-from envfactory.tools.result import ToolFailure
-from envfactory.tools.values import load_json
 
 SEATS = ("proposer", "solver")
 ATTEMPTS = 4

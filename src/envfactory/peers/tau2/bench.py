@@ -37,8 +37,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from envfactory.env import Environment
-from envfactory.episode.types import Message, ToolCall
+from envfactory.contract.actions import Message, ToolCall
+from envfactory.contract.environment import Environment
 from envfactory.peers.tau2.environment import Tau2RetailEnvironment
 from envfactory.peers.tau2.episode import Tau2Episode
 from envfactory.peers.tau2.peer import PeerRetail, db_hash

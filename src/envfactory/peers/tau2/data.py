@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from envfactory.errors import EnvironmentUnavailable
+from envfactory.contract.errors import EnvironmentUnavailable
 
 DATA_ENV = "ENVFACTORY_TAU2_DATA"
 RELATIVE = Path("..") / "shared" / "peers" / "tau2-bench"

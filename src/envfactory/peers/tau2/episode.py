@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from envfactory.contract.actions import CallRecord, Message, Observation, ToolCall
+from envfactory.contract.episode import error_observation
+from envfactory.contract.results import ToolError, ToolFailure
+from envfactory.contract.tasks import Task
+from envfactory.contract.verdict import RubricItem, Verdict, combine
 from envfactory.domain.expr import ExprError
-from envfactory.episode.base import error_observation
 from envfactory.episode.db import DatabaseEpisode
 from envfactory.episode.noise import fault
-from envfactory.episode.types import CallRecord, Message, Observation, ToolCall
 from envfactory.peers.tau2.handlers import accepts, result_text, run
 from envfactory.peers.tau2.reward import action_check, communicate_check
-from envfactory.tasks.types import Task
-from envfactory.tools.result import ToolError, ToolFailure
 from envfactory.verify.matching import match_state
-from envfactory.verify.verdict import RubricItem, Verdict, combine
 
 if TYPE_CHECKING:
     from envfactory.peers.tau2.environment import Tau2RetailEnvironment

@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from envfactory.contract.values import text_problem
 from envfactory.domain.spec import ParamSpec
 from envfactory.peers.tau2.stores import RESULT_JSON, CachedDocuments, base_documents
 from envfactory.peers.tau2.tools import TOOLS, WRITES, Tau2Tool
 from envfactory.tools.runtime import ToolContext, handler
-from envfactory.tools.values import text_problem
 from envfactory.world.store import Store
 
 if TYPE_CHECKING:

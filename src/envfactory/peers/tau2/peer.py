@@ -16,10 +16,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from envfactory.contract.results import ToolFailure
 from envfactory.peers.tau2.documents import ORDER_OPTIONAL, Doc
 from envfactory.peers.tau2.stores import JsonDocuments, SqlDocuments
 from envfactory.peers.tau2.tools import TOOLS
-from envfactory.tools.result import ToolFailure
 from envfactory.world.store import Store
 
 

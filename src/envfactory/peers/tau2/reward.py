@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from envfactory.episode.types import CallRecord
-from envfactory.tasks.types import AnswerKey
+from envfactory.contract.actions import CallRecord
+from envfactory.contract.tasks import AnswerKey
 from envfactory.verify.answers import MAX_REPLY_CHARS, grade
 
 FREE_TEXT = {"transfer_to_human_agents": {"summary"}, "think": {"thought"}}

@@ -14,10 +14,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from envfactory.contract.tasks import (
+    Ask,
+    HiddenTask,
+    PlanStep,
+    PublicTask,
+    Split,
+    TargetChange,
+    Task,
+)
 from envfactory.peers.tau2.reward import compared, matches
 from envfactory.tasks.heldout import ChangeKey, change_keys
 from envfactory.tasks.synth import fingerprint
-from envfactory.tasks.types import Ask, HiddenTask, PlanStep, PublicTask, Split, TargetChange, Task
 from envfactory.verify.answers import Vocabulary
 from envfactory.world.state import hex_hash
 from envfactory.world.world import World

@@ -23,9 +23,9 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from envfactory.contract.results import ToolFailure
 from envfactory.peers.tau2.documents import Doc
 from envfactory.peers.tau2.stores import Documents
-from envfactory.tools.result import ToolFailure
 
 Tau2Tool = Callable[..., Any]
 

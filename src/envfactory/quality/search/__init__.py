@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from envfactory.env import Environment
-    from envfactory.tasks.types import Task
+    from envfactory.contract.environment import Environment
+    from envfactory.contract.tasks import Task
 
 
 class Search(Protocol):

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import PlanStep
 from envfactory.quality.search.leaks import generic_calls
 from envfactory.quality.search.templates import (
     Template,
@@ -24,7 +25,6 @@ from envfactory.quality.search.templates import (
     choices,
     writes_of,
 )
-from envfactory.tasks.types import PlanStep
 
 ROWS = 3  # values tried per template
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from envfactory.env import Environment
-from envfactory.episode.base import Episode
-from envfactory.episode.types import Observation
+from envfactory.contract.actions import Observation
+from envfactory.contract.environment import Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.tasks import PlanStep, Task
 from envfactory.policies.scripted import Action, write_tools
 from envfactory.quality.play import play
 from envfactory.quality.search.rule_bypass import neighbour
 from envfactory.quality.search.script import Plan, Step, commit_tool, gold_steps
-from envfactory.tasks.types import PlanStep, Task
 
 ROWS = 3  # neighbouring rows tried per argument
 TRIES = 6  # episodes per task at most

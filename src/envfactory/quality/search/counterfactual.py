@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import Split, Task
 from envfactory.policies.scripted import write_tools
 from envfactory.quality.search.sample import draw
 from envfactory.quality.search.script import Player, gold_steps
-from envfactory.tasks.types import Split, Task
 
 POOL = 40  # candidate siblings drawn per (split, difficulty)
 

@@ -23,10 +23,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import PlanStep, Task
 from envfactory.policies.scripted import write_tools
 from envfactory.quality.search.script import Player, Step, gold_steps
-from envfactory.tasks.types import PlanStep, Task
 from envfactory.verify.answers import gives, grade
 from envfactory.verify.spoken import stated_in
 

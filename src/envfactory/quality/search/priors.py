@@ -16,10 +16,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import Split, Task
 from envfactory.quality.search.script import Player, reply_steps
 from envfactory.tasks.answer_balance import cell
-from envfactory.tasks.types import Split, Task
 from envfactory.verify.answers import comparable
 
 CONSTANTS = ("0", "1", "yes", "no")

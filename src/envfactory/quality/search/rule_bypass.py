@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import PlanStep, Task
 from envfactory.domain.spec import ActionSpec, DomainSpec
-from envfactory.env import Environment
 from envfactory.policies.scripted import write_tools
 from envfactory.quality.search.script import Player, Step, gold_steps
-from envfactory.tasks.types import PlanStep, Task
 
 Mode = Literal["skip", "mismatch", "detour"]
 _ROW_ID = re.compile(r"^([A-Z][A-Z0-9]*-)(\d+)$")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from envfactory.env import Environment
-from envfactory.errors import SynthesisError
-from envfactory.tasks.types import Split, Task
+from envfactory.contract.environment import Environment
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.tasks import Split, Task
 
 MAX_FAILS = 50  # consecutive failed draws after which a cell is given up
 

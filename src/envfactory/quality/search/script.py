@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any
 
-from envfactory.env import Environment
-from envfactory.episode.base import Episode
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.environment import Environment
+from envfactory.contract.episode import Episode
+from envfactory.contract.tasks import PlanStep, Task
 from envfactory.policies.scripted import Oracle
 from envfactory.quality.play import play
-from envfactory.tasks.types import PlanStep, Task
 
 Step = tuple[int, PlanStep]
 """A plan step and the index of the gold step it stands for (-1: none, a step of its own)."""

@@ -14,7 +14,7 @@ it is called on shows as a template earning about 1.0.
 
 from __future__ import annotations
 
-from envfactory.env import Environment
+from envfactory.contract.environment import Environment
 from envfactory.quality.search.templates import (
     ROWS,
     Template,

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
-from envfactory.env import Environment
-from envfactory.episode.types import Observation, ToolCall
+from envfactory.contract.actions import Observation, ToolCall
+from envfactory.contract.environment import Environment
+from envfactory.contract.tasks import PlanStep, Task
 from envfactory.policies.exploits import Knowledge, fill, id_example, stated_quantities
 from envfactory.policies.scripted import write_tools
 from envfactory.quality.search.leaks import generic_calls
 from envfactory.quality.search.sample import draw
 from envfactory.quality.search.script import Player, Step, reply_steps
-from envfactory.tasks.types import PlanStep, Task
 
 ROWS = 5  # candidate rows per write tool
 CHOICES = 4  # combinations of enum values per write tool

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from envfactory.contract.tasks import Split
 from envfactory.research.plans import Draft
 from envfactory.research.pydocs.corpus import PyDocs, pydocs
 from envfactory.research.pydocs.questions import LEVELS, Builder
 from envfactory.research.world import ResearchWorld
 from envfactory.tasks.seeds import TRAIN_SHARE, content_unit
-from envfactory.tasks.types import Split
 
 PASSES = 24  # times a difficulty's candidates go over the documented objects
 MAX_TASKS = 1000

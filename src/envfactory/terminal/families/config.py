@@ -7,7 +7,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from envfactory.tasks.types import PlanStep
+from envfactory.contract.tasks import PlanStep
 from envfactory.terminal.checks import CompletionTest, python_check
 from envfactory.terminal.family import WORDS, Draft, Family, python, read, run, write
 from envfactory.terminal.fs import file

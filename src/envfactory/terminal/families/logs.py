@@ -7,7 +7,7 @@ import random
 from collections import Counter
 from datetime import datetime, timedelta
 
-from envfactory.tasks.types import PlanStep
+from envfactory.contract.tasks import PlanStep
 from envfactory.terminal.checks import CompletionTest
 from envfactory.terminal.family import WORDS, Draft, Family, read, run, write
 from envfactory.terminal.fs import FileSpec, file

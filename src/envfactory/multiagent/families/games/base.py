@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from envfactory.episode.types import ToolCall
+from envfactory.contract.actions import ToolCall
+from envfactory.contract.results import ToolFailure
+from envfactory.contract.tasks import Task
 from envfactory.multiagent.episode import Action, MultiAgentEpisode
 from envfactory.tasks.seeds import stable_hash
-from envfactory.tasks.types import Task
-from envfactory.tools.result import ToolFailure
 
 PLAYERS = ("player_0", "player_1")
 

@@ -12,14 +12,14 @@ import itertools
 import random
 from typing import Any
 
-from envfactory.episode.base import EpisodeConfig
-from envfactory.episode.types import Observation, ToolCall
+from envfactory.contract.actions import Observation, ToolCall
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.results import ToolFailure
+from envfactory.contract.tasks import Task
 from envfactory.multiagent.environment import MultiAgentEnvironment, SeatPolicy
 from envfactory.multiagent.episode import Action
 from envfactory.multiagent.families.games.base import PLAYERS, TwoPlayerGame, other, seat_rng
 from envfactory.multiagent.tools import SeatTool
-from envfactory.tasks.types import Task
-from envfactory.tools.result import ToolFailure
 
 COLS, ROWS = 7, 6
 PIECE = {"player_0": "X", "player_1": "O"}

@@ -7,15 +7,14 @@ the registry, the CLI, rollouts and servers use nothing else.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from envfactory.episode.base import Episode, EpisodeConfig
-from envfactory.tasks.types import SPLITS, Split, Task
-
-if TYPE_CHECKING:
-    from envfactory.policies.scripted import Policy
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.episode import Episode
+from envfactory.contract.policy import Policy
+from envfactory.contract.tasks import SPLITS, Split, Task
 
 
 class EnvInfo(BaseModel):
@@ -82,19 +81,17 @@ class Environment(ABC):
         """The actions of a task's gold plan that the audit's tool coverage counts."""
         return [step.tool for step in task.hidden.gold_plan]
 
-    def random_policy(self, seed: int = 0) -> Policy:
-        """The random baseline of ``check`` and ``audit``: random schema-valid tool calls (a
-        web world: random clicks on the page's elements)."""
-        from envfactory.policies.scripted import RandomPolicy
+    def random_policy(self, seed: int = 0) -> Policy | None:
+        """This world's own random baseline for ``check`` and ``audit`` (a web world: random
+        clicks on the page's elements), or None for the generic one: random schema-valid tool
+        calls (``envfactory.policies.baselines``)."""
+        return None
 
-        return RandomPolicy(seed=seed)
-
-    def noisy_oracle(self, skill: float = 0.8, seed: int = 0) -> Policy:
-        """The graded baseline of ``check`` and ``audit``: the oracle slipping on each tool
-        call with probability 1 - skill (a web world: on each tool call's browser actions)."""
-        from envfactory.policies.scripted import NoisyOracle
-
-        return NoisyOracle(skill=skill, seed=seed)
+    def noisy_oracle(self, skill: float = 0.8, seed: int = 0) -> Policy | None:
+        """This world's own graded baseline (a web world: the oracle slipping on each tool
+        call's browser actions), or None for the generic one: the oracle slipping on each tool
+        call with probability 1 - skill."""
+        return None
 
     def coverage_tools(self) -> list[str]:
         """The actions tool coverage is measured over: the tools (a web world: its forms)."""

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from envfactory.episode.types import EpisodeStatus
+from envfactory.contract.actions import EpisodeStatus
 
 
 class RubricItem(BaseModel):

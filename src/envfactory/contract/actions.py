@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from envfactory.tools.result import ToolError
-from envfactory.tools.values import MAX_CHARS, load_json, text_problem
+from envfactory.contract.results import ToolError
+from envfactory.contract.values import MAX_CHARS, load_json, text_problem
 
 EpisodeStatus = Literal["completed", "truncated", "timeout", "env_error", "infra_error"]
 STATUSES: tuple[EpisodeStatus, ...] = (
@@ -51,7 +51,7 @@ def parse_action(raw: Any) -> ToolCall | Message | ToolError:
     """An action from an object, a dict or JSON text; a :class:`ToolError` when malformed.
 
     Its text (tool name, actor, call id, message content) must be text an agent may send
-    (:func:`~envfactory.tools.values.text_problem`); argument values are the tools' to check.
+    (:func:`~envfactory.contract.values.text_problem`); argument values are the tools' to check.
     """
     if isinstance(raw, (str, bytes)):
         try:

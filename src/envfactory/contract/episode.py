@@ -8,31 +8,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
-from envfactory.episode.noise import NoiseConfig
-from envfactory.episode.types import (
+from envfactory.contract.actions import (
     EpisodeStatus,
     Message,
     Observation,
     ToolCall,
     parse_action,
 )
-from envfactory.errors import EpisodeError
-from envfactory.tasks.types import Task
-from envfactory.tools.result import ToolError
-from envfactory.users.base import UserConfig
-from envfactory.verify.verdict import Verdict
-
-
-@dataclass(frozen=True)
-class EpisodeConfig:
-    """Per-episode settings: the turn limit, the user simulator, injected tool faults."""
-
-    max_steps: int = 60
-    user: UserConfig = field(default_factory=UserConfig)
-    noise: NoiseConfig = field(default_factory=NoiseConfig)
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.errors import EpisodeError
+from envfactory.contract.results import ToolError
+from envfactory.contract.tasks import Task
+from envfactory.contract.verdict import Verdict
 
 
 class Episode(ABC):
