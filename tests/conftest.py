@@ -8,8 +8,8 @@ import properties  # noqa: F401  (loads the hypothesis profile for the whole sui
 import pytest
 
 import envfactory
+from envfactory.db.environment import DatabaseEnvironment as Environment
 from envfactory.sources import LIBRARY_ENV
-from envfactory.world.environment import DatabaseEnvironment as Environment
 
 DB_ENVS = [e for e in envfactory.list_envs() if envfactory.make(e).kind == "db"]
 

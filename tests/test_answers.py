@@ -19,10 +19,10 @@ from properties import budget
 
 from envfactory.contract.actions import Message
 from envfactory.contract.tasks import AnswerKey, Task
+from envfactory.db.environment import DatabaseEnvironment as Environment
 from envfactory.episode.runner import run_episode
 from envfactory.policies.exploits import Shotgun
 from envfactory.verify.answers import Vocabulary, grade, grade_conversation, kind_of
-from envfactory.world.environment import DatabaseEnvironment as Environment
 
 _IDS = re.compile(r"\b[A-Z]{2,}-\d{3,}\b")
 

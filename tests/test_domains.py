@@ -11,9 +11,9 @@ import yaml
 import envfactory
 from envfactory.contract.errors import DomainError
 from envfactory.contract.results import ToolFailure
+from envfactory.db.environment import DatabaseEnvironment as Environment
 from envfactory.domain.loader import builtin_domain_files, parse_domain
 from envfactory.tools.runtime import ToolContext, handler
-from envfactory.world.environment import DatabaseEnvironment as Environment
 
 RETAIL = yaml.safe_load(next(p for p in builtin_domain_files() if p.stem == "retail").read_text())
 

@@ -13,11 +13,11 @@ import pytest
 import envfactory
 from envfactory.contract.actions import Message, ToolCall
 from envfactory.contract.tasks import Task
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.episode.runner import run_episode
 from envfactory.policies.dumps import MODES, DumpAfterWork, dump_policies
 from envfactory.policies.scripted import Oracle, write_tools
 from envfactory.quality.adversary import attack, exploit_policies
-from envfactory.world.environment import DatabaseEnvironment
 
 
 def _questions(env: DatabaseEnvironment, per_difficulty: int = 4) -> list[Task]:

@@ -10,7 +10,7 @@ import envfactory
 from envfactory.contract.actions import Message, ToolCall
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.errors import EpisodeError, UnknownEnvironment
-from envfactory.world.environment import DatabaseEnvironment as Environment
+from envfactory.db.environment import DatabaseEnvironment as Environment
 
 
 def test_registry_lists_and_makes() -> None:

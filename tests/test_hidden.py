@@ -7,7 +7,7 @@ import re
 
 from envfactory.contract.actions import Message, ToolCall
 from envfactory.contract.tasks import SPLITS, PublicTask
-from envfactory.world.environment import DatabaseEnvironment as Environment
+from envfactory.db.environment import DatabaseEnvironment as Environment
 
 _ID = re.compile(r"^[A-Z]+-\d{5}$")
 

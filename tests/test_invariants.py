@@ -12,10 +12,10 @@ from properties import budget
 
 import envfactory
 from envfactory.contract.tasks import SPLITS
+from envfactory.db.environment import DatabaseEnvironment as Environment
 from envfactory.episode.runner import run_episode
 from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, RandomPolicy
 from envfactory.quality.check import check
-from envfactory.world.environment import DatabaseEnvironment as Environment
 
 cells = st.tuples(st.sampled_from(SPLITS), st.integers(1, 5), st.integers(0, 40))
 fixture_ok = budget(60, fixtures=True)

@@ -15,12 +15,12 @@ from properties import budget
 import envfactory
 from envfactory.contract.actions import ToolCall
 from envfactory.contract.tasks import PlanStep
+from envfactory.db.environment import DatabaseEnvironment as Environment
 from envfactory.harness.toolcalls import parse_tool_calls
 from envfactory.multiagent.families.proposer_solver import steps_in
 from envfactory.terminal.sandbox import unavailable_reason
 from envfactory.trajectory.record import EpisodeRecord, ModelInfo, StepRecord
 from envfactory.trajectory.store import TrajectoryStore
-from envfactory.world.environment import DatabaseEnvironment as Environment
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=50),

@@ -5,10 +5,10 @@ from __future__ import annotations
 from envfactory.contract.actions import ToolCall
 from envfactory.contract.config import EpisodeConfig, NoiseConfig
 from envfactory.contract.tasks import SPLITS
+from envfactory.db.environment import DatabaseEnvironment as Environment
 from envfactory.episode.noise import fault
 from envfactory.episode.runner import run_episode
 from envfactory.policies.scripted import Oracle
-from envfactory.world.environment import DatabaseEnvironment as Environment
 
 NOISY = EpisodeConfig(noise=NoiseConfig(rate=0.1))
 

@@ -8,10 +8,10 @@ import pytest
 from envfactory.contract.actions import Message, ToolCall
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import SPLITS
+from envfactory.db.tasks import TaskFactory
 from envfactory.domain.loader import builtin_domain_files, load_domain
 from envfactory.policies.scripted import answer_text
 from envfactory.registry import make
-from envfactory.tasks.synth import TaskFactory
 from envfactory.world.world import World
 
 DATABASE_WORLDS = [

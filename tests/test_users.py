@@ -19,11 +19,11 @@ import envfactory
 from envfactory.contract.actions import Message, ToolCall
 from envfactory.contract.config import EpisodeConfig, UserConfig
 from envfactory.contract.tasks import SPLITS, Task
+from envfactory.db.environment import DatabaseEnvironment as Environment
 from envfactory.episode.runner import run_episode
 from envfactory.policies.scripted import Oracle
 from envfactory.users.base import STOP
 from envfactory.users.scripted import THANKS
-from envfactory.world.environment import DatabaseEnvironment as Environment
 
 
 def _asking_task(env: Environment, difficulty: int = 5) -> Task:

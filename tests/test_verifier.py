@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from envfactory.contract.actions import Message, ToolCall
 from envfactory.contract.tasks import TargetChange, Task
+from envfactory.db.environment import DatabaseEnvironment as Environment
 from envfactory.verify.matching import match_state
-from envfactory.world.environment import DatabaseEnvironment as Environment
 
 
 def _task(env: Environment, goal: str, difficulty: int = 1) -> Task:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from properties import budget
 
-from envfactory.world.environment import DatabaseEnvironment as Environment
+from envfactory.db.environment import DatabaseEnvironment as Environment
 from envfactory.world.state import hash_rows, hex_hash
 from envfactory.world.store import Base, Store
 

@@ -6,9 +6,9 @@ from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.episode import Episode
 from envfactory.contract.tasks import HiddenTask, PublicTask, Task
 from envfactory.contract.verdict import RubricItem, Verdict
-from envfactory.episode.db import DatabaseEpisode
+from envfactory.db.environment import DatabaseEnvironment
+from envfactory.db.episode import DatabaseEpisode
 from envfactory.registry import list_envs, make, register, register_domain_file
-from envfactory.world.environment import DatabaseEnvironment
 
 __all__ = [
     "DatabaseEnvironment",

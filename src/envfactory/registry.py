@@ -10,8 +10,8 @@ from pathlib import Path
 from envfactory import sources
 from envfactory.contract.environment import Environment
 from envfactory.contract.errors import DomainError, EnvironmentUnavailable, UnknownEnvironment
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.domain.loader import builtin_domain_files, load_domain
-from envfactory.world.environment import DatabaseEnvironment
 
 Factory = Callable[..., Environment]
 

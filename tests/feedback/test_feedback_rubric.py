@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from envfactory.contract.actions import Message, ToolCall
 from envfactory.contract.errors import DomainError
 from envfactory.contract.verdict import combine
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.domain.loader import builtin_domain_files, parse_domain
 from envfactory.episode.runner import run_episode
 from envfactory.policies.scripted import scripted
@@ -29,7 +30,6 @@ from envfactory.verify.rubric import (
     WeightedSum,
     flat,
 )
-from envfactory.world.environment import DatabaseEnvironment
 
 scores = st.floats(0.0, 1.0, allow_nan=False)
 weights = st.floats(0.0, 10.0, allow_nan=False)

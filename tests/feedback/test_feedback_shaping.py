@@ -10,11 +10,11 @@ from properties import budget
 from envfactory.contract.actions import ToolCall
 from envfactory.contract.tasks import Task
 from envfactory.credit import CreditConfig, assign, progress, replay_potentials, shaped
+from envfactory.db.environment import DatabaseEnvironment as Environment
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.plan import plan_tasks
 from envfactory.rollout.types import EngineConfig, TaskRef
-from envfactory.world.environment import DatabaseEnvironment as Environment
 
 
 @given(

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from envfactory.contract.actions import Observation, ToolCall
+from envfactory.db.episode import DatabaseEpisode
 from envfactory.domain.loader import parse_domain
-from envfactory.episode.db import DatabaseEpisode
 from envfactory.openapi.compile import compile_document
 from envfactory.openapi.document import read_document
 from envfactory.openapi.environment import OpenAPIEnvironment

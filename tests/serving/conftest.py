@@ -8,9 +8,9 @@ import pytest
 from serving_helpers import TRAINER_TOKEN
 
 import envfactory
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.serving import ServeConfig, running
 from envfactory.serving.server import Running
-from envfactory.world.environment import DatabaseEnvironment
 
 
 @pytest.fixture(scope="session")

@@ -8,10 +8,10 @@ import pytest
 from serving_helpers import play_oracle
 
 from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.serving.client import AsyncRemoteEnvironment, connect
 from envfactory.serving.errors import EpisodeFinished, SessionUnknown
 from envfactory.serving.server import Running
-from envfactory.world.environment import DatabaseEnvironment
 
 
 def test_sync_client_matches_in_process(server: Running, world: DatabaseEnvironment) -> None:

@@ -11,8 +11,8 @@ import httpx
 from serving_helpers import TRAINER_TOKEN, assert_no_hidden
 
 from envfactory.contract.tasks import Task
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.serving.server import Running
-from envfactory.world.environment import DatabaseEnvironment
 
 TRAINER = {"X-Trainer-Token": TRAINER_TOKEN}
 

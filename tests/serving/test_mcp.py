@@ -14,10 +14,10 @@ from serving_helpers import assert_no_hidden
 
 from envfactory.contract.actions import Message, Observation
 from envfactory.contract.results import ToolError
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.policies.scripted import Oracle
 from envfactory.serving import ServeConfig, running
 from envfactory.serving.server import Running
-from envfactory.world.environment import DatabaseEnvironment
 
 
 async def _play(url: str, world: DatabaseEnvironment, task_id: str) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from openenv.core.mcp_client import MCPToolClient
 from serving_helpers import assert_no_hidden, play_oracle
 
 from envfactory.contract.actions import Message, Observation, ToolCall
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.serving.server import Running
-from envfactory.world.environment import DatabaseEnvironment
 
 
 def test_the_oracle_solves_a_task_through_openenvs_client(

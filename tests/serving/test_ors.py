@@ -15,9 +15,9 @@ from serving_helpers import assert_no_hidden, play_oracle
 
 from envfactory.contract.actions import Message, Observation, ToolCall
 from envfactory.contract.results import ToolError
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.serving.server import Running
 from envfactory.serving.sse import result_stream, split_payload
-from envfactory.world.environment import DatabaseEnvironment
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 import envfactory
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.peers.tau2.data import missing_reason
 from envfactory.peers.tau2.environment import Tau2RetailEnvironment
 from envfactory.peers.tau2.tasks import Imported
-from envfactory.world.environment import DatabaseEnvironment
 
 REASON = missing_reason()
 

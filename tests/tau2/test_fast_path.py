@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from envfactory.contract.actions import ToolCall
-from envfactory.episode.db import DatabaseEpisode
+from envfactory.db.episode import DatabaseEpisode
 from envfactory.peers.tau2.environment import Tau2RetailEnvironment
 from envfactory.peers.tau2.episode import Tau2Episode
 from envfactory.peers.tau2.handlers import accepts

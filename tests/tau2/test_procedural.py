@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.episode.runner import run_episode
 from envfactory.peers.tau2.environment import Tau2RetailEnvironment
 from envfactory.policies.scripted import Oracle
 from envfactory.quality.audit import audit
-from envfactory.world.environment import DatabaseEnvironment
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,9 +17,9 @@ from pydantic import BaseModel
 
 from envfactory.contract.actions import ToolCall
 from envfactory.contract.tasks import SPLITS, Task
+from envfactory.db.environment import DatabaseEnvironment
+from envfactory.db.tasks import TaskFactory
 from envfactory.registry import make
-from envfactory.tasks.synth import TaskFactory
-from envfactory.world.environment import DatabaseEnvironment
 from envfactory.world.state import hash_rows
 
 

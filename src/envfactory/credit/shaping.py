@@ -16,7 +16,7 @@ from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import Environment
 from envfactory.contract.episode import Episode
 from envfactory.contract.tasks import TargetChange
-from envfactory.episode.db import DatabaseEpisode
+from envfactory.db.episode import DatabaseEpisode
 from envfactory.rollout.types import TaskRef
 from envfactory.trajectory.record import EpisodeRecord
 from envfactory.verify.matching import match_state

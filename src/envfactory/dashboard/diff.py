@@ -13,8 +13,8 @@ not run); anything else that makes the replay differ (a world changed since the 
 record) is reported instead of a diff.
 
 Only database worlds (``db``, ``openapi``, ``synth``, imported tau2 worlds: a
-:class:`~envfactory.world.environment.DatabaseEnvironment` whose episodes are
-:class:`~envfactory.episode.db.DatabaseEpisode`) have a target of rows; for other kinds the
+:class:`~envfactory.db.environment.DatabaseEnvironment` whose episodes are
+:class:`~envfactory.db.episode.DatabaseEpisode`) have a target of rows; for other kinds the
 view says why there is no diff.
 """
 
@@ -26,13 +26,13 @@ from typing import Any
 from envfactory.contract.actions import Message, parse_action
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.tasks import Task
-from envfactory.episode.db import DatabaseEpisode
+from envfactory.db.environment import DatabaseEnvironment
+from envfactory.db.episode import DatabaseEpisode
 from envfactory.episode.noise import FAULT_CODES
 from envfactory.registry import make
 from envfactory.rollout.types import TaskRef
 from envfactory.trajectory.record import EpisodeRecord
 from envfactory.verify.matching import RowMatch, match_rows, same_value
-from envfactory.world.environment import DatabaseEnvironment
 from envfactory.world.state import RowChange
 
 #: Error codes of faults the world's noise injects: such a call did not run, so the replay

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envfactory.world.environment import DatabaseEnvironment
+from envfactory.db.environment import DatabaseEnvironment
 
 
 class OpenAPIEnvironment(DatabaseEnvironment):

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from envfactory.db.tasks import GUESS_SHARE
 from envfactory.openapi.actions import children
 from envfactory.openapi.fields import NO_ARGS
 from envfactory.openapi.model import Entity, Field, Model, Tool
 from envfactory.openapi.names import article, human, words
 from envfactory.policies.scripted import Guess, answer_text
-from envfactory.tasks.synth import GUESS_SHARE
 
 MAX_ASKED = 4
 MAX_UPDATED = 3

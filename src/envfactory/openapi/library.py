@@ -15,12 +15,12 @@ from typing import Any
 
 from envfactory.contract.environment import Environment
 from envfactory.contract.errors import DomainError
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.domain.loader import parse_domain
 from envfactory.domain.spec import DomainSpec
 from envfactory.openapi.environment import OpenAPIEnvironment
 from envfactory.registry import list_envs, register
 from envfactory.synth.environment import SynthEnvironment
-from envfactory.world.environment import DatabaseEnvironment
 
 FORMAT = "envfactory-openapi-world/1"
 KINDS: dict[str, type[DatabaseEnvironment]] = {

@@ -18,11 +18,11 @@ from functools import cache
 from typing import Any, Literal, get_args
 
 from envfactory.contract.environment import Environment
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.domain.loader import BUILTIN_DIR, parse_domain, read_mapping
 from envfactory.quality import mutant_exploits as ex
 from envfactory.quality import planted
 from envfactory.registry import build, register, unregister
-from envfactory.world.environment import DatabaseEnvironment
 
 DefectClass = Literal[
     "write_any_row",

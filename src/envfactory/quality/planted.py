@@ -16,10 +16,10 @@ from typing import Any, Literal
 from envfactory.contract.actions import Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.tasks import Split, Task
-from envfactory.episode.db import DatabaseEpisode
+from envfactory.db.environment import DatabaseEnvironment
+from envfactory.db.episode import DatabaseEpisode
 from envfactory.verify.answers import gives
 from envfactory.verify.rubric import Gate, Rubric
-from envfactory.world.environment import DatabaseEnvironment
 
 STATUS_TOOL = "task_status"
 

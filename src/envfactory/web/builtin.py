@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.domain.loader import builtin_domain_files
 from envfactory.registry import make, register
 from envfactory.web.environment import WebEnvironment
-from envfactory.world.environment import DatabaseEnvironment
 
 
 def _factory(domain_id: str):  # type: ignore[no-untyped-def]

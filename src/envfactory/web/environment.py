@@ -16,10 +16,10 @@ from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.policy import Policy
 from envfactory.contract.tasks import Ask, HiddenTask, PlanStep, PublicTask, Split, Task
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS, schemas
 from envfactory.web.guide import GUIDED, walkthrough
-from envfactory.world.environment import DatabaseEnvironment
 from envfactory.world.world import World
 
 MAX_CLUTTER = 4

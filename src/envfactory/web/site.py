@@ -24,7 +24,7 @@ from envfactory.contract.actions import ToolCall
 from envfactory.contract.results import ToolError
 
 if TYPE_CHECKING:
-    from envfactory.episode.db import DatabaseEpisode
+    from envfactory.db.episode import DatabaseEpisode
 
 MAX_BODY = 64 * 1024
 PAGE_SIZE = 20
@@ -183,7 +183,7 @@ def _e(value: Any) -> str:
 
 def page(session: Session, title: str, body: str) -> str:
     env = session.episode.env
-    name = env.spec.name
+    name = env.world.spec.name
     tools = env.world.tools
     shown = [t for t in session.tools() if t in tools]
     reads = [t for t in shown if tools[t].kind == "read"]
@@ -220,7 +220,7 @@ def page(session: Session, title: str, body: str) -> str:
 
 
 def home(session: Session) -> str:
-    spec = session.episode.env.spec
+    spec = session.episode.env.world.spec
     body = (
         f"<h1>{_e(spec.name)}</h1><p>{_e(spec.description)}</p>"
         "<p>Choose a page on the left to look records up or to act on them.</p>"

@@ -8,14 +8,10 @@ from the rows a tool touched alone, so the hash of an episode's state costs O(ch
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envfactory.world.tables import Row
-
-if TYPE_CHECKING:
-    from envfactory.world.store import Base
 
 MOD = 1 << 128
 
@@ -33,18 +29,6 @@ def hash_rows(rows: dict[str, dict[str, tuple[Any, ...]]]) -> int:
         for values in by_id.values():
             total += row_digest(table, values)
     return total % MOD
-
-
-def patched_hash(base: Base, rows: Iterable[tuple[str, str, tuple[Any, ...] | None]]) -> int:
-    """The hash of the base state with some rows replaced (None: removed)."""
-    h = base.hash
-    for table, key, values in rows:
-        old = base.rows[table].get(key)
-        if old is not None:
-            h -= row_digest(table, old)
-        if values is not None:
-            h += row_digest(table, values)
-    return h % MOD
 
 
 def hex_hash(h: int) -> str:

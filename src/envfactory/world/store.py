@@ -85,6 +85,17 @@ class Base:
         next_ids = {name: len(by_id) + 1 for name, by_id in rows.items()}
         return cls(tables, snapshot, rows, next_ids, hash_rows(rows))
 
+    def patched_hash(self, rows: Iterable[tuple[str, str, tuple[Any, ...] | None]]) -> int:
+        """The hash of this state with some rows replaced (None: removed)."""
+        h = self.hash
+        for table, key, values in rows:
+            old = self.rows[table].get(key)
+            if old is not None:
+                h -= row_digest(table, old)
+            if values is not None:
+                h += row_digest(table, values)
+        return h % MOD
+
 
 class Store:
     """One episode's database, plus the set of rows it has touched since the base state.

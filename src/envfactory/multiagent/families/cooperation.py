@@ -24,7 +24,7 @@ from envfactory.contract.actions import Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.results import ToolFailure
 from envfactory.contract.tasks import Task
-from envfactory.episode.db import DatabaseEpisode
+from envfactory.db.episode import DatabaseEpisode
 from envfactory.multiagent.environment import SeatPolicy
 from envfactory.multiagent.episode import Action, MultiAgentEpisode, MultiVerdict
 from envfactory.multiagent.families.dbworld import DatabaseBacked

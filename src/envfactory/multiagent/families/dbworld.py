@@ -7,10 +7,10 @@ import random
 from typing import Any
 
 from envfactory.contract.tasks import Split, Task
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.multiagent.environment import MultiAgentEnvironment
 from envfactory.multiagent.tools import SeatTool
 from envfactory.registry import make
-from envfactory.world.environment import DatabaseEnvironment
 
 
 class DatabaseBacked(MultiAgentEnvironment):

@@ -30,13 +30,13 @@ from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.results import ToolFailure
 from envfactory.contract.tasks import HiddenTask, PlanStep, PublicTask, Split, TargetChange, Task
 from envfactory.contract.values import load_json
-from envfactory.episode.db import DatabaseEpisode
+from envfactory.db.episode import DatabaseEpisode
+from envfactory.db.tasks import fingerprint
 from envfactory.multiagent.environment import SeatPolicy, digest
 from envfactory.multiagent.episode import Action, MultiAgentEpisode
 from envfactory.multiagent.families.dbworld import DatabaseBacked
 from envfactory.multiagent.tools import SeatTool
 from envfactory.policies.scripted import NoisyOracle, Oracle
-from envfactory.tasks.synth import fingerprint
 
 SEATS = ("proposer", "solver")
 ATTEMPTS = 4

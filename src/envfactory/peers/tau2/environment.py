@@ -19,12 +19,12 @@ from pathlib import Path
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import Split, Task
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.peers.tau2.data import Tau2DataMissing
 from envfactory.peers.tau2.episode import Tau2Episode
 from envfactory.peers.tau2.handlers import fast_tools
 from envfactory.peers.tau2.importer import import_retail
 from envfactory.peers.tau2.tasks import SPLITS, Imported, import_task, reproducible, vocabulary
-from envfactory.world.environment import DatabaseEnvironment
 
 ENV_ID = "tau2-retail"
 STRICT_ID = "tau2-retail-strict"

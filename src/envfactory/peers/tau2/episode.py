@@ -15,8 +15,8 @@ from envfactory.contract.episode import error_observation
 from envfactory.contract.results import ToolError, ToolFailure
 from envfactory.contract.tasks import Task
 from envfactory.contract.verdict import RubricItem, Verdict, combine
+from envfactory.db.episode import DatabaseEpisode
 from envfactory.domain.expr import ExprError
-from envfactory.episode.db import DatabaseEpisode
 from envfactory.episode.noise import fault
 from envfactory.peers.tau2.handlers import accepts, result_text, run
 from envfactory.peers.tau2.reward import action_check, communicate_check

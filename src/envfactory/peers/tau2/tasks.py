@@ -23,9 +23,9 @@ from envfactory.contract.tasks import (
     TargetChange,
     Task,
 )
+from envfactory.db.tasks import fingerprint
 from envfactory.peers.tau2.reward import compared, matches
 from envfactory.tasks.heldout import ChangeKey, change_keys
-from envfactory.tasks.synth import fingerprint
 from envfactory.verify.answers import Vocabulary
 from envfactory.world.state import hex_hash
 from envfactory.world.world import World

@@ -10,11 +10,11 @@ from typing import Any, Literal
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.tasks import Split, Task
+from envfactory.db.criteria import domain_rubric
+from envfactory.db.episode import DatabaseEpisode
+from envfactory.db.tasks import TaskFactory
+from envfactory.db.verifier import RuleChecker
 from envfactory.domain.spec import DomainSpec
-from envfactory.episode.db import DatabaseEpisode
-from envfactory.tasks.synth import TaskFactory
-from envfactory.verify.criteria import domain_rubric
-from envfactory.verify.verifier import RuleChecker
 from envfactory.world.tables import Row
 from envfactory.world.world import World
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from envfactory.contract.actions import CallRecord, EpisodeStatus, Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
@@ -13,20 +13,29 @@ from envfactory.contract.errors import EpisodeError
 from envfactory.contract.results import ToolError
 from envfactory.contract.tasks import Task
 from envfactory.contract.verdict import Verdict
+from envfactory.db.criteria import Evidence
+from envfactory.db.verifier import RuleChecker, verdict
 from envfactory.episode.noise import fault
 from envfactory.users.base import Situation, UserSimulator
 from envfactory.users.factory import make_user
-from envfactory.verify.verifier import verdict
+from envfactory.verify.rubric import Rubric
 from envfactory.world.state import RowChange, hex_hash
+from envfactory.world.world import World
 
-if TYPE_CHECKING:
-    from envfactory.world.environment import DatabaseEnvironment
+
+class DatabaseSetting(Protocol):
+    """What a database episode reads from its environment (a :class:`DatabaseEnvironment`)."""
+
+    id: str
+    world: World
+    rules: RuleChecker
+    rubric: Rubric[Evidence]
 
 
 class DatabaseEpisode(ToolEpisode):
     """One live episode over its own copy of the world's state."""
 
-    def __init__(self, env: DatabaseEnvironment, config: EpisodeConfig | None = None) -> None:
+    def __init__(self, env: DatabaseSetting, config: EpisodeConfig | None = None) -> None:
         self.env = env
         self.config = config or EpisodeConfig()
         self.store = env.world.new_store()

@@ -13,9 +13,9 @@ from typing import Any
 from envfactory.contract.actions import CallRecord, EpisodeStatus
 from envfactory.contract.tasks import HiddenTask
 from envfactory.contract.verdict import RubricItem, Verdict
+from envfactory.db.criteria import DEFAULT_RUBRIC, Evidence
 from envfactory.domain.expr import Expr, ExprError, compile_expr
 from envfactory.domain.spec import RuleSpec
-from envfactory.verify.criteria import DEFAULT_RUBRIC, Evidence
 from envfactory.verify.matching import match_state
 from envfactory.verify.rubric import Rubric
 from envfactory.world.state import RowChange

@@ -30,14 +30,14 @@ from envfactory.contract.tasks import (
     TargetChange,
     Task,
 )
+from envfactory.db.refs import Call, References
 from envfactory.domain.expr import Expr, ExprError, Template, Value, compile_expr
 from envfactory.domain.spec import BindSpec, EffectSpec, GoalSpec, LevelSpec, RowsSpec
-from envfactory.tasks.refs import Call, References
 from envfactory.tasks.seeds import SPLIT_SHARES, Ownership, stable_hash, task_seed
 from envfactory.tools.runtime import RowLoad, RowsQuery
 from envfactory.verify.answers import Vocabulary, comparable
 from envfactory.verify.spoken import stated_in
-from envfactory.world.state import RowChange, hex_hash, patched_hash
+from envfactory.world.state import RowChange, hex_hash
 from envfactory.world.store import Store
 from envfactory.world.world import World
 
@@ -673,8 +673,7 @@ class TaskFactory:
             },
             fingerprint=fingerprint(target, [c.question() for c in chosen if c.answer is not None]),
         )
-        start = patched_hash(
-            self.world.base,
+        start = self.world.base.patched_hash(
             [
                 (
                     c.table,
