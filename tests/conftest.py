@@ -9,7 +9,7 @@ import pytest
 
 import envfactory
 from envfactory.db.environment import DatabaseEnvironment as Environment
-from envfactory.sources import LIBRARY_ENV
+from envfactory.registry.sources import LIBRARY_ENV
 
 DB_ENVS = [e for e in envfactory.list_envs() if envfactory.make(e).kind == "db"]
 
@@ -27,5 +27,5 @@ def db_env(request: pytest.FixtureRequest) -> Environment:
 @pytest.fixture(autouse=True)
 def _library_paths_stay_in_their_test(monkeypatch: pytest.MonkeyPatch) -> None:
     """A world path a test names is passed on to child processes through ENVFACTORY_LIBRARY
-    (envfactory.sources); it must not reach the next test's commands."""
+    (envfactory.registry.sources); it must not reach the next test's commands."""
     monkeypatch.setenv(LIBRARY_ENV, os.environ.get(LIBRARY_ENV, ""))

@@ -11,9 +11,9 @@ import pytest
 from envfactory.episode.runner import run_episode
 from envfactory.openapi.corpus import CorpusError, fetch_directory, npm_available
 from envfactory.openapi.environment import OpenAPIEnvironment
-from envfactory.openapi.library import load_world
 from envfactory.openapi.pipeline import REASONS, ImportReport, Settings, run_import
 from envfactory.policies.scripted import NoOp, Oracle
+from envfactory.registry.worldfile import load_world
 
 # Every 48th document of the directory (sorted), from the fourth: big clouds (Azure, AWS,
 # Google), government and small vendor APIs, RPC, REST and discovery styles.

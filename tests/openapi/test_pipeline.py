@@ -14,10 +14,11 @@ import pytest
 from openapi_worlds import SPECS
 
 from envfactory.episode.runner import run_episode
-from envfactory.openapi.library import FORMAT, load_world, register_library
+from envfactory.openapi.library import register_library
 from envfactory.openapi.pipeline import Settings, import_one
 from envfactory.policies.scripted import Oracle
 from envfactory.registry import make
+from envfactory.registry.worldfile import FORMAT, load_world
 
 PASSING = {"clinic-oas3.yaml", "shop-swagger2.json", "queues-rpc.json", "notes-google.json"}
 PASSING |= {"vaults-azure.json"}

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from envfactory.episode.runner import run_episode
-from envfactory.openapi.library import FORMAT, load_world, register_library
+from envfactory.openapi.library import register_library
 from envfactory.policies.scripted import NoOp, Oracle
 from envfactory.registry import make
+from envfactory.registry.worldfile import FORMAT, load_world
 from envfactory.synth.compose import PATTERNS, synthesize
 from envfactory.synth.pipeline import SynthSettings, synth_one
 

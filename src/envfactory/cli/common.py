@@ -18,7 +18,7 @@ from envfactory.contract.environment import Environment
 from envfactory.contract.errors import DomainError, UnknownEnvironment
 from envfactory.contract.tasks import Split
 from envfactory.registry import make
-from envfactory.sources import resolve_all
+from envfactory.registry.sources import resolve_all
 
 console = Console()
 err_console = Console(stderr=True)
@@ -83,7 +83,7 @@ def load_env(env_id: str) -> Environment:
 
 def world_ids(sources: Iterable[str]) -> list[str]:
     """The ids of the worlds that ids, domain files and folders name (see
-    :mod:`envfactory.sources`); exit 2 with the reason when a file does not load."""
+    :mod:`envfactory.registry.sources`); exit 2 with the reason when a file does not load."""
     try:
         return resolve_all(sources)
     except DomainError as exc:

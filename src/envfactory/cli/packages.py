@@ -40,7 +40,7 @@ def pack(
     """Pack worlds (domain files with their handlers, saved library worlds) into a package
     that `envfactory install` or pip installs."""
     from envfactory.packaging import pack as pack_worlds
-    from envfactory.sources import world_files
+    from envfactory.registry.sources import world_files
 
     try:
         for source in sources:  # each must load before it is packed
@@ -58,7 +58,7 @@ def pack(
 def _check_loads(file: Path) -> None:
     """Refuse a world file the engine does not accept (missing file, bad domain, bad handlers)."""
     from envfactory.domain.loader import load_domain
-    from envfactory.openapi.library import is_world_file, load_world
+    from envfactory.registry.worldfile import is_world_file, load_world
 
     if not file.is_file():
         raise DomainError(f"{file}: no such file")

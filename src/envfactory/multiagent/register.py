@@ -1,28 +1,17 @@
-"""Registers the built-in multi-agent worlds (imported by the registry)."""
+"""The built-in multi-agent worlds (read by the registry; nothing imported)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from envfactory.registry.table import EntryPoint
 
-from envfactory.multiagent.environment import MultiAgentEnvironment
-from envfactory.multiagent.families.cooperation import Cooperation
-from envfactory.multiagent.families.games.blotto import Blotto
-from envfactory.multiagent.families.games.connect_four import ConnectFour
-from envfactory.multiagent.families.games.kuhn_poker import KuhnPoker
-from envfactory.multiagent.families.games.liars_dice import LiarsDice
-from envfactory.multiagent.families.negotiation import Negotiation
-from envfactory.multiagent.families.proposer_solver import ProposerSolver
-from envfactory.registry import register
+_FAMILIES = "envfactory.multiagent.families"
 
-WORLDS: dict[str, Callable[..., MultiAgentEnvironment]] = {
-    "negotiation": Negotiation,
-    "cooperation": Cooperation,
-    "proposer_solver": ProposerSolver,
-    "connect_four": ConnectFour,
-    "kuhn_poker": KuhnPoker,
-    "liars_dice": LiarsDice,
-    "blotto": Blotto,
+WORLDS: dict[str, EntryPoint] = {
+    "negotiation": EntryPoint(f"{_FAMILIES}.negotiation:Negotiation"),
+    "cooperation": EntryPoint(f"{_FAMILIES}.cooperation:Cooperation"),
+    "proposer_solver": EntryPoint(f"{_FAMILIES}.proposer_solver:ProposerSolver"),
+    "connect_four": EntryPoint(f"{_FAMILIES}.games.connect_four:ConnectFour"),
+    "kuhn_poker": EntryPoint(f"{_FAMILIES}.games.kuhn_poker:KuhnPoker"),
+    "liars_dice": EntryPoint(f"{_FAMILIES}.games.liars_dice:LiarsDice"),
+    "blotto": EntryPoint(f"{_FAMILIES}.games.blotto:Blotto"),
 }
-
-for _id, _factory in WORLDS.items():
-    register(_id, _factory, overwrite=True)

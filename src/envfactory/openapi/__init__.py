@@ -8,7 +8,7 @@ pass; ``register_library`` makes saved worlds available to ``make``. See docs/op
 from envfactory.openapi.compile import compile_document, compile_spec
 from envfactory.openapi.corpus import fetch_directory
 from envfactory.openapi.environment import OpenAPIEnvironment
-from envfactory.openapi.library import load_world, register_library, register_spec
+from envfactory.openapi.library import register_library, register_spec
 from envfactory.openapi.pipeline import ImportReport, Settings, SpecResult, import_one, run_import
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "compile_spec",
     "fetch_directory",
     "import_one",
-    "load_world",
     "register_library",
     "register_spec",
     "run_import",

@@ -39,11 +39,13 @@ from envfactory.domain.loader import parse_domain
 from envfactory.openapi.compile import compile_document
 from envfactory.openapi.document import SpecError, read_document
 from envfactory.openapi.environment import OpenAPIEnvironment
-from envfactory.openapi.library import factory_for, free_id, register_world, save_world
+from envfactory.openapi.library import factory_for
 from envfactory.openapi.model import NoWorld
 from envfactory.openapi.names import world_id
 from envfactory.quality.batch import FULL_N, AuditedWorld, tally
 from envfactory.registry import list_envs
+from envfactory.registry.table import free_id, register_compiled
+from envfactory.registry.worldfile import save_world
 from envfactory.workers import imap_unordered
 
 REASONS = (
@@ -160,7 +162,7 @@ def _run(path: Path, source: str, settings: Settings, result: SpecResult) -> Non
     domain = compile_document(data, source, env_id)
     spec = parse_domain(domain, source)
     env = OpenAPIEnvironment(spec, seed=settings.seed)
-    register_world(env_id, factory_for(spec))
+    register_compiled(env_id, factory_for(spec))
     result.env_id = env_id
     result.operations = sum(
         1 for item in (data.get("paths") or {}).values() if isinstance(item, dict) for _ in item

@@ -23,7 +23,7 @@ from pathlib import Path
 from envfactory.contract.errors import EnvFactoryError
 from envfactory.domain.loader import read_mapping
 from envfactory.packaging import templates
-from envfactory.sources import world_files
+from envfactory.registry.sources import world_files
 
 NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
@@ -166,7 +166,7 @@ def provided_worlds(distribution: str, target: Path | None = None) -> list[str]:
     env = dict(os.environ)
     if target is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), env.get("PYTHONPATH")]))
-    code = "import json, sys; from envfactory.sources import installed_worlds; "
+    code = "import json, sys; from envfactory.registry.sources import installed_worlds; "
     code += "print(json.dumps(installed_worlds(sys.argv[1])))"
     done = subprocess.run(
         [sys.executable, "-c", code, distribution], capture_output=True, text=True, env=env

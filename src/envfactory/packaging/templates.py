@@ -242,7 +242,7 @@ import pytest
 
 import envfactory
 from envfactory.quality.audit import audit
-from envfactory.sources import resolve
+from envfactory.registry.sources import resolve
 
 from {module} import WORLDS
 

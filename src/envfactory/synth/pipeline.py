@@ -27,9 +27,10 @@ from pydantic import BaseModel, Field
 
 from envfactory.contract.errors import DomainError, SynthesisError
 from envfactory.domain.loader import parse_domain
-from envfactory.openapi.library import register_world, save_world
 from envfactory.quality.batch import AuditedWorld, tally
 from envfactory.registry import list_envs
+from envfactory.registry.table import register_compiled
+from envfactory.registry.worldfile import save_world
 from envfactory.synth.compose import synthesize
 from envfactory.synth.environment import SynthEnvironment
 from envfactory.workers import imap_unordered
@@ -98,7 +99,7 @@ def _run(index: int, s: SynthSettings, result: WorldResult) -> None:
     result.env_id, result.patterns = made.domain["id"], list(made.patterns)
     spec = parse_domain(made.domain, result.env_id)
     env = SynthEnvironment(spec, seed=0)
-    register_world(
+    register_compiled(
         spec.id, lambda seed=0, scale=1.0: SynthEnvironment(spec, seed=seed, scale=scale)
     )
     if result.judge(env, s.n, s.diversity):

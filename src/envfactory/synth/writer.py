@@ -28,8 +28,9 @@ from pydantic import BaseModel, Field
 from envfactory.contract.errors import DomainError, SynthesisError
 from envfactory.domain.loader import parse_domain
 from envfactory.domain.spec import DomainSpec
-from envfactory.openapi.library import register_world, save_world
 from envfactory.quality.batch import audit_at_scale, empty_cell
+from envfactory.registry.table import register_compiled
+from envfactory.registry.worldfile import save_world
 from envfactory.synth.environment import SynthEnvironment
 from envfactory.synth.vocab import draw_theme
 
@@ -205,7 +206,7 @@ def _judge(text: str, seed: str, s: WriterSettings) -> tuple[str, str, dict[str,
     try:
         spec = parse_domain(data, data["id"])
         env = SynthEnvironment(spec)
-        register_world(spec.id, lambda seed=0, scale=1.0: SynthEnvironment(spec, seed=seed))
+        register_compiled(spec.id, lambda seed=0, scale=1.0: SynthEnvironment(spec, seed=seed))
         if why := empty_cell(env):
             return "no_tasks", why, data
         report, _ = audit_at_scale(env, s.audit_n, s.diversity)

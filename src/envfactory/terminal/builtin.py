@@ -1,8 +1,7 @@
-"""Registers every built-in terminal family as an environment (imported by the registry)."""
+"""The built-in terminal families, and the factory their registry entries name."""
 
 from __future__ import annotations
 
-from envfactory.registry import register
 from envfactory.terminal.environment import TerminalEnvironment
 from envfactory.terminal.families.archive import ArchiveHandling
 from envfactory.terminal.families.config import ConfigEdit
@@ -30,12 +29,7 @@ FAMILIES: list[type[Family]] = [
 ]
 
 
-def _factory(family: type[Family]):  # type: ignore[no-untyped-def]
-    def make(seed: int = 0, scale: float = 1.0) -> TerminalEnvironment:
-        return TerminalEnvironment(family(), seed=seed, scale=scale)
-
-    return make
-
-
-for _family in FAMILIES:
-    register(_family.id, _factory(_family), overwrite=True)
+def make(family_id: str, seed: int = 0, scale: float = 1.0) -> TerminalEnvironment:
+    """The terminal world of the family ``family_id``."""
+    family = next(f for f in FAMILIES if f.id == family_id)
+    return TerminalEnvironment(family(), seed=seed, scale=scale)

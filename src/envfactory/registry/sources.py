@@ -28,6 +28,14 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from envfactory.contract.errors import DomainError
+from envfactory.registry.table import (
+    free_id,
+    load_builtins,
+    register_compiled,
+    register_domain_file,
+    registered,
+)
+from envfactory.registry.worldfile import file_factory, is_world_file
 
 ENTRY_POINT_GROUP = "envfactory.environments"
 LIBRARY_ENV = "ENVFACTORY_LIBRARY"
@@ -36,6 +44,7 @@ DOMAIN_SUFFIXES = (".yaml", ".yml", ".json")
 _REGISTERED: dict[Path, list[str]] = {}  # resolved path -> the ids it registered
 _INSTALLED: dict[str, list[str]] = {}  # distribution (normalised name) -> the ids it provides
 _LOCK = threading.RLock()
+_installed_loaded = False
 
 
 def is_path(source: str | Path) -> bool:
@@ -47,9 +56,7 @@ def is_path(source: str | Path) -> bool:
 def register_path(path: str | Path) -> list[str]:
     """Register the world of a file, or every world in a folder; returns their ids (the same
     ids again when the path was registered before)."""
-    from envfactory.registry import list_envs
-
-    list_envs()  # the built-ins first, so that a file cannot take a built-in world's id
+    load_builtins()  # first, so that a file cannot take a built-in world's id
     resolved = Path(path).expanduser().resolve()
     with _LOCK:
         if resolved in _REGISTERED:
@@ -71,8 +78,6 @@ def world_files(folder: Path) -> list[Path]:
 
 
 def _holds_world(path: Path) -> bool:
-    from envfactory.openapi.library import is_world_file
-
     if path.suffix in (".yaml", ".yml"):
         return True
     if path.suffix != ".json":
@@ -87,9 +92,6 @@ def _holds_world(path: Path) -> bool:
 
 
 def _register_file(path: Path) -> list[str]:
-    from envfactory.openapi.library import is_world_file, register_world_file
-    from envfactory.registry import register_domain_file
-
     try:
         if is_world_file(path):
             return [register_world_file(path)]
@@ -98,12 +100,21 @@ def _register_file(path: Path) -> list[str]:
         raise DomainError(f"{path}: {exc}; give the domain another id") from None
 
 
+def register_world_file(path: Path) -> str:
+    """Register one saved world under its file's stem (read when first made); returns the id.
+    A built-in world's id is never taken."""
+    if free_id(path.stem) != path.stem:
+        raise DomainError(f"{path}: {path.stem!r} is already the id of a built-in world")
+    register_compiled(path.stem, file_factory(path))
+    return path.stem
+
+
 def resolve(source: str | Path) -> list[str]:
     """The environment ids a source names: itself when registered, else the worlds of the file
     or folder it names (registered now, and passed on to worker processes)."""
-    from envfactory.registry import list_envs
-
-    if isinstance(source, str) and source in list_envs():
+    load_builtins()
+    load_installed()
+    if isinstance(source, str) and source in registered():
         return [source]
     if not is_path(source) and not Path(source).exists():
         return [str(source)]  # an unknown id: the caller says so with the known ids
@@ -147,11 +158,9 @@ def _normalised(distribution: str) -> str:
 def register_entry_points() -> list[str]:
     """Register the worlds of installed distributions (group ``envfactory.environments``).
     A distribution that fails to load is reported and left out; the others still load."""
-    from envfactory.registry import list_envs as list_registered
-
     ids: list[str] = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        before = set(list_registered())
+        before = set(registered())
         try:
             found = point.load()
             for source in (found() if callable(found) else None) or ():
@@ -163,7 +172,7 @@ def register_entry_points() -> list[str]:
                 stacklevel=2,
             )
             continue
-        new = sorted(set(list_registered()) - before)
+        new = sorted(set(registered()) - before)
         _INSTALLED.setdefault(
             _normalised(point.dist.name if point.dist else point.name), []
         ).extend(new)
@@ -171,9 +180,20 @@ def register_entry_points() -> list[str]:
     return ids
 
 
+def load_installed() -> None:
+    """Register the worlds of installed packages, then those ``ENVFACTORY_LIBRARY`` names
+    (once per process)."""
+    global _installed_loaded
+    with _LOCK:
+        if _installed_loaded:
+            return
+        _installed_loaded = True
+        load_builtins()
+        register_entry_points()
+        register_from_environment()
+
+
 def installed_worlds(distribution: str) -> list[str]:
     """The ids of the worlds the installed ``distribution`` registered."""
-    from envfactory.registry import list_envs
-
-    list_envs()
+    load_installed()
     return sorted(_INSTALLED.get(_normalised(distribution), []))
