@@ -16,9 +16,7 @@ import json
 import os
 import re
 import time
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from envfactory.contract.actions import Message
 from envfactory.harness.toolcalls import parse_tool_calls
@@ -33,6 +31,9 @@ from envfactory.policies.base import (
 )
 from envfactory.tasks.seeds import stable_hash
 from envfactory.trajectory.record import ChatMessage, ModelInfo
+
+if TYPE_CHECKING:
+    import httpx  # imported where a request is made: the command line need not load it
 
 _OVERFLOW = re.compile(r"context length|context window|maximum context|too many tokens", re.I)
 _TOKEN_ID = re.compile(r"^token_id:(-?\d+)$")
@@ -217,6 +218,8 @@ class OpenAIPolicy:
         return OpenAISession(self, ctx)
 
     def _http(self) -> httpx.AsyncClient:
+        import httpx
+
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -234,6 +237,8 @@ class OpenAIPolicy:
 
     async def post(self, body: dict[str, Any], headers: dict[str, str]) -> Any:
         """POST a chat completion; HTTP and transport failures become typed faults."""
+        import httpx
+
         try:
             response = await self._http().post("/chat/completions", json=body, headers=headers)
         except httpx.TransportError as exc:

@@ -8,12 +8,14 @@ import html
 import io
 from collections.abc import Sequence
 from pathlib import Path
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from envfactory.quality.adversary import EXPLOIT_MAX
 from envfactory.quality.audit import BASELINE_MAX, MIN_FALL, AuditReport
 from envfactory.quality.stats import ALPHA
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLUMNS = (
     ("oracle_success_rate", "oracle"),
@@ -39,6 +41,14 @@ th:first-child, td:first-child { text-align: left; }
 """
 
 
+def _figure(width: float, height: float) -> Figure:
+    """An empty figure; matplotlib is imported here, not with this module, which every
+    ``envfactory`` command loads (the import costs two seconds)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
+
+
 def _png(fig: Figure) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
@@ -46,7 +56,7 @@ def _png(fig: Figure) -> str:
 
 
 def success_plot(r: AuditReport) -> str:
-    fig = Figure(figsize=(5, 3.4))
+    fig = _figure(5, 3.4)
     ax = fig.subplots()
     for name, curve in r.curves.items():
         xs = sorted(curve)
@@ -62,7 +72,7 @@ def success_plot(r: AuditReport) -> str:
 
 
 def plan_length_plot(r: AuditReport) -> str:
-    fig = Figure(figsize=(5, 3.4))
+    fig = _figure(5, 3.4)
     ax = fig.subplots()
     lengths = r.plan_lengths or [0]
     ax.hist(lengths, bins=range(0, max(lengths) + 2), color="#4c72b0", edgecolor="white")
@@ -72,7 +82,7 @@ def plan_length_plot(r: AuditReport) -> str:
 
 def coverage_plot(r: AuditReport) -> str:
     tools = sorted(r.tool_uses, key=lambda t: r.tool_uses[t])
-    fig = Figure(figsize=(5, max(2.5, 0.22 * len(tools) + 1)))
+    fig = _figure(5, max(2.5, 0.22 * len(tools) + 1))
     ax = fig.subplots()
     colors = ["#b00020" if r.tool_uses[t] == 0 else "#55a868" for t in tools]
     ax.barh(tools, [r.tool_uses[t] for t in tools], color=colors)

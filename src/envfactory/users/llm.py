@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from envfactory.contract.config import UserConfig
 from envfactory.users.base import STOP, Situation, UserReply
+
+if TYPE_CHECKING:
+    import httpx
 
 SYSTEM = """You are a customer talking to a support agent. Stay in character.
 Your request: {instruction}
@@ -27,8 +28,10 @@ class LLMUser:
 
     def __init__(self, config: UserConfig) -> None:
         self.config = config
+        import httpx  # here: every episode module imports this one, few play an LLM user
+
         self.history: list[dict[str, str]] = []
-        self.client = httpx.Client(base_url=config.base_url, timeout=config.timeout_s)
+        self.client: httpx.Client = httpx.Client(base_url=config.base_url, timeout=config.timeout_s)
 
     def reply(self, message: str, situation: Situation) -> UserReply:
         system = SYSTEM.format(
