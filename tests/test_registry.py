@@ -29,8 +29,7 @@ def test_listing_worlds_imports_no_world_module() -> None:
     loaded = [
         m
         for m in report["modules"]
-        if any(m.startswith(f"envfactory.{k}.") for k in kinds)
-        and not m.endswith(".register")
+        if any(m.startswith(f"envfactory.{k}.") for k in kinds) and not m.endswith(".register")
     ]
     # availability checks only (which data or sandbox is missing), no environment or episode
     assert not [m for m in loaded if m.endswith((".environment", ".episode", ".tools"))], loaded

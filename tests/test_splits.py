@@ -17,7 +17,8 @@ import envfactory
 from envfactory.contract.tasks import TargetChange
 from envfactory.domain.loader import builtin_domain_files
 from envfactory.peers.tau2.data import missing_reason
-from envfactory.tasks.heldout import Overlap, change_keys, compare, environment, measure
+from envfactory.quality.heldout import environment
+from envfactory.tasks.heldout import Overlap, change_keys, compare, measure
 
 PER_CELL = 500
 SPECS = Path(__file__).parent / "openapi" / "specs"

@@ -1,4 +1,5 @@
-"""The table of registered worlds: id -> factory, filled without importing any world.
+"""The table of registered worlds: id -> factory, filled without importing any world (kinds
+are named by strings, so the registry sits below every kind and imports none).
 
 A world is registered as a factory ``f(seed=..., scale=...) -> Environment`` or, as Gymnasium's
 registry does, as an :class:`EntryPoint` (``"module:attribute"`` and keyword arguments) whose
@@ -19,7 +20,6 @@ from typing import Any
 
 from envfactory.contract.environment import Environment
 from envfactory.contract.errors import DomainError
-from envfactory.db.environment import DatabaseEnvironment
 from envfactory.domain.loader import builtin_domain_files, load_domain
 
 Factory = Callable[..., Environment]
@@ -105,7 +105,8 @@ def free_id(env_id: str) -> str:
 def register_domain_file(path: str | Path, *, overwrite: bool = False) -> str:
     """Register a domain data file; returns its environment id."""
     spec = load_domain(path)
-    register(spec.id, partial(DatabaseEnvironment, spec), overwrite=overwrite)
+    entry = EntryPoint("envfactory.db.environment:DatabaseEnvironment", {"spec": spec})
+    register(spec.id, entry, overwrite=overwrite)
     return spec.id
 
 

@@ -15,18 +15,15 @@ A question is its goal template and its answer, compared as grading compares ans
 45.20): for each held-out task that asks, the report counts whether some train task asks one of
 its questions with the same answer (the train task's reply, replayed, would give it).
 
-``python -m envfactory.tasks.heldout retail banking tests/openapi/specs/shop-swagger2.json``
+``python -m envfactory.quality.heldout retail banking tests/openapi/specs/shop-swagger2.json``
 prints the numbers (500 tasks per split and difficulty; an OpenAPI document is compiled first).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from envfactory.contract.environment import Environment
 from envfactory.contract.errors import SynthesisError
@@ -134,38 +131,3 @@ def measure(env: Environment, per_cell: int = 500) -> list[Overlap]:
         for split in env.splits
         if split != "train"
     ]
-
-
-def environment(name: str) -> Environment:
-    """A registered environment, or the world compiled from an OpenAPI document's path."""
-    import envfactory
-
-    path = Path(name)
-    if not path.is_file():
-        return envfactory.make(name)
-    from envfactory.domain.loader import parse_domain
-    from envfactory.openapi.compile import compile_document
-    from envfactory.openapi.document import read_document
-    from envfactory.openapi.environment import OpenAPIEnvironment
-
-    return OpenAPIEnvironment(
-        parse_domain(compile_document(read_document(path), path.name), path.name)
-    )
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("envs", nargs="+")
-    parser.add_argument("-n", "--per-cell", type=int, default=500)
-    args = parser.parse_args(argv)
-    for name in args.envs:
-        start = time.perf_counter()
-        env = environment(name)
-        report = measure(env, args.per_cell)
-        print(f"{name}  ({time.perf_counter() - start:.1f} s)")
-        for overlap in report:
-            print("  " + overlap.line())
-
-
-if __name__ == "__main__":
-    main()
