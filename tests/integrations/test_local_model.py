@@ -17,7 +17,7 @@ import pytest
 from test_cli import cli
 
 import envfactory
-from envfactory.bench.calibration import calibrate, plot_calibration, wilson
+from envfactory.bench.calibration import calibrate, plot_calibration
 from envfactory.bench.calibration import main as calibration_main
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.prompt import exposed_tools, opening
@@ -31,6 +31,7 @@ from envfactory.integrations.local_model import (
 )
 from envfactory.peers.tau2.data import missing_reason
 from envfactory.policies.base import EpisodeContext
+from envfactory.quality.stats import wilson
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
 

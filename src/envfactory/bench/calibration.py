@@ -27,6 +27,7 @@ from envfactory.contract.tasks import Split, Task
 from envfactory.harness.config import HarnessConfig
 from envfactory.policies.base import RolloutPolicy
 from envfactory.policies.wrap import ScriptedPolicy
+from envfactory.quality.stats import wilson
 from envfactory.registry import list_envs, make
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
@@ -73,16 +74,6 @@ class CalibrationCell(BaseModel):
         """Measured within reach with every episode scored: what the page counts as measured,
         and what a resumed run keeps (under ``--fixed-turns``, out of reach too)."""
         return self.reach == 1.0 and self.faults == 0
-
-
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of a proportion (sound at 0 and 1, unlike the normal one)."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4))
 
 
 class _Tally:

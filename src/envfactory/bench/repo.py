@@ -17,8 +17,8 @@ from statistics import median
 
 from pydantic import BaseModel
 
-from envfactory.bench.calibration import wilson
 from envfactory.contract.actions import ToolCall
+from envfactory.quality.stats import wilson
 from envfactory.registry import make
 from envfactory.repo.environment import RepoEnvironment, RepoHidden
 

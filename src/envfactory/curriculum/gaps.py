@@ -26,9 +26,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from envfactory.bench.calibration import wilson
 from envfactory.contract.environment import Environment
 from envfactory.contract.tasks import Split, Task
+from envfactory.quality.stats import wilson
 from envfactory.registry import make
 from envfactory.rollout.types import TaskRef
 from envfactory.tasks.seeds import stable_hash
