@@ -42,6 +42,9 @@ class Environment(ABC):
     kind: str = "db"
     splits: tuple[Split, ...] = SPLITS
     finite: bool = False  # a fixed task list (capacity() is its size) rather than a generator
+    #: whether a step may block (a sandbox, a browser, a network call); False for worlds whose
+    #: steps run in memory, which the rollout engine then runs on its loop in time slices
+    blocking: bool = True
 
     @property
     @abstractmethod

@@ -24,6 +24,7 @@ class DatabaseEnvironment(Environment):
     initial data instead of generating it (an imported world)."""
 
     kind = "db"
+    blocking = False  # SQLite in memory: a step takes microseconds
 
     def __init__(
         self,

@@ -98,7 +98,7 @@ class RolloutEngine:
         if ex is None:
             kind = self.config.env_executor
             user = getattr(getattr(self.episode_config, "user", None), "kind", "scripted")
-            blocking = env.kind != "db" or user != "scripted"
+            blocking = env.blocking or user != "scripted"
             if kind == "thread" or (kind == "auto" and blocking):
                 ex = ThreadExecutor(self._pool)
             elif kind == "auto":
