@@ -15,6 +15,9 @@ from envfactory.contract.errors import DomainError
 from envfactory.domain.spec import DomainSpec, PriorCallRule
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "domains"
+# libyaml's safe loader where PyYAML was built with it: the same data, read 8x faster (every
+# process that makes a built-in world reads all of their files: 3.5 s in pure Python).
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse_domain(
@@ -63,7 +66,7 @@ def _import_handlers(module: str, beside: Path | None, source: str) -> None:
 def read_mapping(path: Path) -> dict[str, Any]:
     """A YAML or JSON file's mapping (a domain, or a saved world wrapping one)."""
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_YAML_LOADER)
     except (OSError, yaml.YAMLError) as exc:
         raise DomainError(f"{path}: {exc}") from None
     if not isinstance(data, dict):
