@@ -90,12 +90,14 @@ def test_prefixed_attention_matches_attention_over_the_whole_sequence() -> None:
 def test_the_decode_benchmark_compares_like_with_like() -> None:
     """`bench --decode` at tiny sizes: every comparison (stock against envfactory's batch
     decoding, whole episodes read afresh against reused, waiting calls in split batches
-    against one) gives the same tokens."""
+    against one, a static batch against replies that leave it) gives the same tokens."""
     from envfactory.bench.decode import bench_decode
 
     got = bench_decode(
-        batch=2, prefix=32, own=8, new=2, repeats=1, calls=3, observation=8, waiting=3
-    )
+        batch=2, prefix=32, own=8, new=2, repeats=1, calls=3, observation=8, waiting=3,
+        ragged=2, reply=8,
+    )  # fmt: skip
     assert got.same_tokens and got.episode_same_tokens and got.one_batch_same_tokens
+    assert got.leaving_same_tokens and len(got.ragged_reply_tokens) == 2
     assert got.episode_calls == 3 and got.episode_fresh_s > 0 and got.episode_reuse_s > 0
     assert got.waiting_calls == 3 and got.split_batches_s > 0 and got.one_batch_s > 0
