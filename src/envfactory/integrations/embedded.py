@@ -122,15 +122,15 @@ def load(path: str | Path | None = None) -> LocalModel:
 
 @cache
 def _load(path: str) -> LocalModel:
+    where = Path(path)
+    if not where.exists():  # said before torch and transformers are imported (10 s)
+        raise ModelNotFound(f"no model at {path}: give a model folder or a .gguf file")
     import torch
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from envfactory.integrations.kv import use_grouped_sdpa
 
-    where = Path(path)
-    if not where.exists():
-        raise ModelNotFound(f"no model at {path}: give a model folder or a .gguf file")
     kept = cache_folder(where) if where.is_file() else None
     if kept is not None and kept.is_dir():
         folder, extra = str(kept), {}
