@@ -16,9 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from envfactory.packaging import PackagingError, package_name
 from envfactory.serving.server import free_port
 
 STARTER = "my-shop"
+TYPED = "My_Shop"  # how a Python user may type it: pip normalises it to STARTER
 
 
 def run(
@@ -41,16 +43,37 @@ def folded(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
-    """A package scaffolded by ``envfactory init`` and installed by ``envfactory install`` into
-    a folder of its own; the environment variables that put it on a process's path."""
+    """A package scaffolded by ``envfactory init My_Shop`` (its folder as typed, its names
+    normalised) and installed by ``envfactory install`` into a folder of its own; the
+    environment variables that put it on a process's path."""
     root = tmp_path_factory.mktemp("packages")
-    made = run("init", STARTER, cwd=root)
+    made = run("init", TYPED, cwd=root)
     assert made.returncode == 0, made.stderr
+    assert f"envfactory audit {STARTER}" in folded(made.stdout)
     site = root / "site"
-    done = run("install", str(root / STARTER), "--target", str(site), "--no-deps", "--json")
+    done = run("install", str(root / TYPED), "--target", str(site), "--no-deps", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["worlds"] == [STARTER]
-    yield root / STARTER, {"PYTHONPATH": str(site)}
+    yield root / TYPED, {"PYTHONPATH": str(site)}
+
+
+@pytest.mark.parametrize(
+    ("typed", "normal"),
+    [
+        ("my-shop", "my-shop"),
+        ("my_shop", "my-shop"),
+        ("My.Shop", "my-shop"),
+        ("a__b-.c2", "a-b-c2"),
+    ],
+)
+def test_package_names_are_normalised_as_pip_does(typed: str, normal: str) -> None:
+    assert package_name(typed) == normal
+
+
+@pytest.mark.parametrize("bad", ["My Shop", "2shop", "shop-", "_shop", "shöp"])
+def test_names_pip_would_refuse_are_refused(bad: str) -> None:
+    with pytest.raises(PackagingError, match="is not a package name"):
+        package_name(bad)
 
 
 def test_init_writes_a_package_with_its_audit_as_a_test(

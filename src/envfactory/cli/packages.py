@@ -11,21 +11,25 @@ from envfactory.contract.errors import DomainError, EnvFactoryError
 
 
 def init(
-    name: str = typer.Argument(..., help="Package name (and the starter world's id)."),
+    name: str = typer.Argument(
+        ...,
+        help="Package name and starter world id, normalised as pip does (My_Shop: my-shop).",
+    ),
     directory: Path | None = typer.Option(
         None, "--dir", help="Where to write the package (default: ./NAME)."
     ),
 ) -> None:
     """Scaffold a package of worlds: a starter domain with a Python handler, the audit as a
     test, an entry point that registers its worlds, and a README."""
-    from envfactory.packaging import write_project
+    from envfactory.packaging import package_name, write_project
 
     dest = directory or Path(name)
     try:
-        write_project(dest, name)
+        world = package_name(name)
+        write_project(dest, world)
     except EnvFactoryError as exc:
         raise fail(exc) from None
-    console.print(f"wrote {dest}/; next: pip install -e {dest} && envfactory audit {name}")
+    console.print(f"wrote {dest}/; next: pip install -e {dest} && envfactory audit {world}")
 
 
 def pack(

@@ -5,8 +5,17 @@ from envfactory.packaging.project import (
     build_wheel,
     install,
     pack,
+    package_name,
     provided_worlds,
     write_project,
 )
 
-__all__ = ["PackagingError", "build_wheel", "install", "pack", "provided_worlds", "write_project"]
+__all__ = [
+    "PackagingError",
+    "build_wheel",
+    "install",
+    "pack",
+    "package_name",
+    "provided_worlds",
+    "write_project",
+]

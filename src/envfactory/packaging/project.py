@@ -32,14 +32,17 @@ class PackagingError(EnvFactoryError):
     """A package of worlds cannot be made or installed (bad name, build or install failed)."""
 
 
-def module_name(name: str) -> str:
-    """The import name of the distribution ``name`` (``my-shop`` -> ``my_shop``)."""
-    if not NAME.fullmatch(name):
+def package_name(name: str) -> str:
+    """``name`` normalised as pip normalises distribution names (PEP 503: each run of ``-``,
+    ``_`` and ``.`` becomes one ``-``, letters lowercase): ``My_Shop`` -> ``my-shop``. It is
+    the distribution's name and its starter world's id."""
+    normal = re.sub(r"[-_.]+", "-", name).lower()
+    if not NAME.fullmatch(normal):
         raise PackagingError(
-            f"{name!r} is not a package name: lowercase letters, digits and single hyphens, "
-            "starting with a letter"
+            f"{name!r} is not a package name: letters, digits and single separators "
+            "(-, _ or .), starting with a letter"
         )
-    return name.replace("-", "_")
+    return normal
 
 
 def _write(path: Path, text: str) -> None:
@@ -52,8 +55,9 @@ def write_project(
 ) -> Path:
     """Write a package of worlds to the new folder ``dest``: the ``worlds`` files given (with
     the handlers modules beside them), or a starter world named ``name`` with a Python
-    handler. Returns ``dest``."""
-    module = module_name(name)
+    handler. ``name`` is normalised (:func:`package_name`). Returns ``dest``."""
+    name = package_name(name)
+    module = name.replace("-", "_")
     if dest.exists() and any(dest.iterdir()):
         raise PackagingError(f"{dest} exists and is not empty")
     fill = {"name": name, "module": module, "title": name.replace("-", " ").capitalize()}
@@ -121,7 +125,9 @@ def build_wheel(project: Path, out: Path) -> Path:
 
 def pack(sources: list[Path], name: str, out: Path, wheel: bool = True) -> Path:
     """Pack world files and folders into a package named ``name``: a wheel in ``out`` (or,
-    with ``wheel=False``, the project folder ``out/<name>``). Returns the wheel or folder."""
+    with ``wheel=False``, the project folder ``out/<name>``, ``name`` normalised as
+    :func:`package_name` does). Returns the wheel or folder."""
+    name = package_name(name)
     if not wheel:
         return write_project(out / name, name, sources)
     with tempfile.TemporaryDirectory(prefix="envfactory-pack-") as tmp:
@@ -150,7 +156,7 @@ def install(source: Path, target: Path | None = None, no_deps: bool = False) -> 
 def _name_for(source: Path) -> str:
     """A package name made from a file or folder name."""
     stem = re.sub(r"[^a-z0-9]+", "-", source.stem.lower()).strip("-")
-    return module_name(stem if stem[:1].isalpha() else f"worlds-{stem}").replace("_", "-")
+    return package_name(stem if stem[:1].isalpha() else f"worlds-{stem}")
 
 
 def _distribution(source: Path) -> str:
