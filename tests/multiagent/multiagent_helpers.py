@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import envfactory
-from envfactory.multiagent.environment import MultiAgentEnvironment, SeatPolicy
+from envfactory.episode.seats import SeatPolicy
+from envfactory.multiagent.environment import MultiAgentEnvironment
 
 MULTI = [e for e in envfactory.list_envs() if envfactory.make(e).kind == "multiagent"]
 

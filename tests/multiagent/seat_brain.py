@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse
 
 import envfactory
 from envfactory.contract.actions import Message, Observation, ToolCall
-from envfactory.multiagent.environment import SeatPolicy
+from envfactory.episode.seats import SeatPolicy
 from envfactory.multiagent.families.cooperation import BackSeat, FrontSeat
 
 _REQUEST = re.compile(r"The user writes: (.*)", re.S)

@@ -10,7 +10,8 @@ import sys
 import pytest
 from multiagent_helpers import MULTI, world
 
-from envfactory.multiagent.check import check, sign_test
+from envfactory.quality.check import check
+from envfactory.quality.seat_check import sign_test
 
 
 @pytest.mark.parametrize("env_id", MULTI)

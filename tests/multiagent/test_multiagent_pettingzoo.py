@@ -10,7 +10,7 @@ import pytest
 from multiagent_helpers import MULTI, seats, world
 from pettingzoo.test import api_test
 
-from envfactory.multiagent.pettingzoo import EnvfactoryAEC, aec_env, decode, encode
+from envfactory.integrations.pettingzoo import EnvfactoryAEC, aec_env, decode, encode
 
 
 @pytest.mark.parametrize("env_id", MULTI)

@@ -1,5 +1,6 @@
 """Multi-seat episodes through the rollout engine: one trajectory per seat, linked by episode;
-self-play through an OpenAI-compatible server; per-agent per-turn advantages by hand."""
+over-sampling and resume; self-play through an OpenAI-compatible server; per-agent per-turn
+advantages by hand; ``envfactory rollout --seat`` and its old name ``match``."""
 
 from __future__ import annotations
 
@@ -9,18 +10,21 @@ import math
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from statistics import fmean, pstdev
+from typing import Any
 
 import pytest
 from multiagent_helpers import world
 from seat_brain import SeatBrain
 
 from envfactory.credit import CreditConfig, assign
-from envfactory.multiagent.rollout import run_seats
-from envfactory.multiagent.seats import ScriptedSeatPolicy, Seating
+from envfactory.policies.base import RolloutPolicy
 from envfactory.policies.openai import OpenAIPolicy
-from envfactory.rollout import EngineConfig, RetryConfig, TaskRef
+from envfactory.rollout import EngineConfig, RetryConfig, RolloutEngine, RunSummary, TaskRef
+from envfactory.rollout.run import run_and_close
+from envfactory.rollout.seating import ScriptedSeatPolicy, Seating
 from envfactory.trajectory import EpisodeRecord, TrajectoryStore
 
 FAST = EngineConfig(
@@ -29,6 +33,16 @@ FAST = EngineConfig(
     call_timeout_s=20,
     retry=RetryConfig(attempts=3, base_s=0.01, max_s=0.5),
 )
+
+
+def run_seats(
+    refs: list[TaskRef],
+    learner: RolloutPolicy,
+    seats: Mapping[str, str] | None = None,
+    **options: Any,
+) -> tuple[RunSummary, list[EpisodeRecord]]:
+    engine = RolloutEngine(learner, seats=seats, **options)
+    return asyncio.run(run_and_close(engine, refs))
 
 
 def by_episode(records: list[EpisodeRecord]) -> dict[str, list[EpisodeRecord]]:
@@ -43,9 +57,9 @@ def by_episode(records: list[EpisodeRecord]) -> dict[str, list[EpisodeRecord]]:
 def test_one_trajectory_per_seat_linked_by_episode(env_id: str, tmp_path: Path) -> None:
     env = world(env_id)
     refs = [TaskRef(env_id, "train", d, i) for d in env.difficulties[:2] for i in range(2)]
-    seating = Seating(ScriptedSeatPolicy(env, 3))
+    learner = ScriptedSeatPolicy(env, 3)
     store = TrajectoryStore(tmp_path)
-    summary, records = asyncio.run(run_seats(refs, seating, config=FAST, store=store))
+    summary, records = run_seats(refs, learner, config=FAST, store=store)
     store.close()
     assert summary.groups["complete"] == len(refs) and not summary.errors
     episodes = by_episode(records)
@@ -63,7 +77,30 @@ def test_one_trajectory_per_seat_linked_by_episode(env_id: str, tmp_path: Path) 
             assert len({r.model.name for r in recs}) == 2  # the learner and a scripted opponent
     again = TrajectoryStore(tmp_path)
     assert len(again) == len(records)
-    summary, more = asyncio.run(run_seats(refs, seating, config=FAST, store=again))
+    summary, more = run_seats(refs, learner, config=FAST, store=again)
+    again.close()
+    assert summary.groups["skipped"] == len(refs) and more == []
+
+
+def test_oversampled_groups_keep_whole_episodes(tmp_path: Path) -> None:
+    """A group of G episodes started G + oversample: it keeps G whole episodes (every seat's
+    trajectory of each) and the rest are discarded; a resumed run adds none."""
+    env = world("kuhn_poker")
+    refs = [TaskRef("kuhn_poker", "train", d, 0) for d in env.difficulties[:3]]
+    config = FAST.model_copy(update={"group_size": 2, "oversample": 3})
+    seats = {"player_1": "scripted:1"}
+    learner = ScriptedSeatPolicy(env, 2)
+    store = TrajectoryStore(tmp_path)
+    summary, records = run_seats(refs, learner, seats, config=config, store=store)
+    store.close()
+    assert summary.groups["complete"] == len(refs) and summary.discarded == 3 * len(refs)
+    episodes = by_episode(records)
+    assert len(episodes) == 2 * len(refs) and len(records) == 2 * len(episodes)
+    for recs in episodes.values():
+        assert {r.actor for r in recs} == set(env.agents)
+        assert {r.model.name for r in recs if r.actor == "player_1"} == {"kuhn_poker:scripted:1"}
+    again = TrajectoryStore(tmp_path)
+    summary, more = run_seats(refs, learner, seats, config=config, store=again)
     again.close()
     assert summary.groups["skipped"] == len(refs) and more == []
 
@@ -110,7 +147,7 @@ def test_self_play_cooperation_through_an_openai_server() -> None:
     config = FAST.model_copy(update={"group_size": 3})
     with SeatBrain() as brain:
         policy = OpenAIPolicy(brain.base_url, "seat-brain", api_key="test-key")
-        summary, records = asyncio.run(run_seats(refs, Seating(policy), config=config))
+        summary, records = run_seats(refs, policy, config=config)
         sessions = set(brain.sessions)
     assert not summary.errors and summary.groups["complete"] == len(refs)
     assert len(records) == len(refs) * 3 * 2  # one trajectory per seat of every episode
@@ -150,15 +187,16 @@ def _address(task_id: str) -> tuple[str, int, int]:
     return split, int(difficulty), int(index)
 
 
+def envfactory(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "envfactory", *args], capture_output=True, text=True, timeout=600
+    )
+
+
 def test_match_command(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["match", "negotiation", "--n-tasks", "2", "--group-size", "2", "--out", str(out)]
-    done = subprocess.run(
-        [sys.executable, "-m", "envfactory", *args, "--credit", "atgrpo", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = envfactory(*args, "--credit", "atgrpo", "--json")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["trajectories"] == 2 * 2 * 2 and set(result["reward_by_seat"]) == {
@@ -167,10 +205,31 @@ def test_match_command(tmp_path: Path) -> None:
     }
     lines = (out / "credited.jsonl").read_text().splitlines()
     assert len(lines) == 8 and all(json.loads(x)["actor"] for x in lines)
-    refused = subprocess.run(
-        [sys.executable, "-m", "envfactory", "rollout", "--envs", "negotiation"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert refused.returncode == 2 and "envfactory match" in refused.stderr
+    refused = envfactory("rollout", "--envs", "negotiation")
+    assert refused.returncode == 2 and "scripted:N" in refused.stderr  # oracle plays no seat
+    one_agent = envfactory("match", "retail")
+    assert one_agent.returncode == 2 and "one agent" in one_agent.stderr
+
+
+def test_rollout_plays_seats(tmp_path: Path) -> None:
+    """``envfactory rollout ENV --seat ...``: a run of a world with seats, resumable."""
+    out = tmp_path / "run"
+    args = ["rollout", "blotto", "--seat", "player_0=scripted:3", "--seat", "player_1=scripted:0",
+            "--policy", "scripted:2", "--n-tasks", "3", "--group-size", "2", "--oversample", "1",
+            "--out", str(out), "--json"]  # fmt: skip
+    done = envfactory(*args)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["episodes"] == 3 * 2 * 2 and summary["groups"]["complete"] == 3
+    records = [json.loads(x) for x in (out / "episodes.jsonl").read_text().splitlines()]
+    assert len(records) == 12 and all(r["status"] == "completed" for r in records)
+    players = {r["actor"]: r["model"]["name"] for r in records}
+    assert players == {"player_0": "blotto:scripted:3", "player_1": "blotto:scripted:0"}
+    strong = [r["reward"] for r in records if r["actor"] == "player_0"]
+    assert fmean(strong) > 0.5  # the strong seat wins most
+    again = json.loads(envfactory(*args, "--resume").stdout)
+    assert again["episodes"] == 12 and again["groups"]["skipped"] == 3
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 12
+    bad = envfactory("rollout", "blotto", "--policy", "scripted:2", "--seat", "dealer=learner",
+                     "--out", str(tmp_path / "bad"))  # fmt: skip
+    assert bad.returncode == 2 and "no seat 'dealer'" in bad.stderr

@@ -12,8 +12,8 @@ import pytest
 from multiagent_helpers import world
 
 from envfactory.contract.actions import Observation
-from envfactory.multiagent.client import MatchError, SeatClient
 from envfactory.serving import ServeConfig, running
+from envfactory.serving.seat_client import MatchError, SeatClient
 from envfactory.serving.server import Running
 
 

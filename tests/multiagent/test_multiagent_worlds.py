@@ -9,9 +9,9 @@ from multiagent_helpers import MULTI, seats, world
 
 from envfactory.contract.actions import Message, ToolCall
 from envfactory.contract.errors import EpisodeError
+from envfactory.episode.seats import MultiVerdict, play_seats
 from envfactory.multiagent.environment import MultiAgentEnvironment
-from envfactory.multiagent.episode import MAX_ERRORS, MultiVerdict
-from envfactory.multiagent.match import play_match
+from envfactory.multiagent.episode import MAX_ERRORS
 
 
 def test_at_least_four_worlds_listed_with_theirseats() -> None:
@@ -36,7 +36,7 @@ def test_episode_contract(multi: MultiAgentEnvironment) -> None:
         seen = ep.observe(seat)
         assert seen.actor == seat and seen.data["seat"] == seat
         assert seen.data["your_turn"] == (seat in ep.current_actors())
-    verdict, _ = play_match(multi, task, seats(multi, 3), ep)
+    verdict, _ = play_seats(multi, task, seats(multi, 3), ep)
     assert isinstance(verdict, MultiVerdict) and ep.done and ep.current_actors() == []
     assert set(verdict.rewards) == set(multi.agents)
     assert all(r is not None and 0.0 <= r <= 1.0 for r in verdict.rewards.values())
@@ -112,12 +112,12 @@ def test_tasks_are_pure_and_splits_disjoint(multi: MultiAgentEnvironment) -> Non
 def test_the_audit_catches_a_tampered_outcome() -> None:
     """The verifier can disagree: a result changed after play is caught."""
     c4 = world("connect_four")
-    verdict, ep = play_match(c4, c4.task("train", 1, 5), seats(c4, 3))
+    verdict, ep = play_seats(c4, c4.task("train", 1, 5), seats(c4, 3))
     assert ep.audit() == []
     ep.winner = "player_1" if ep.winner == "player_0" else "player_0"  # type: ignore[attr-defined]
     assert any("winner" in p for p in ep.audit())
     neg = world("negotiation")
-    verdict, ep = play_match(neg, neg.task("train", 2, 5), seats(neg, 3))
+    verdict, ep = play_seats(neg, neg.task("train", 2, 5), seats(neg, 3))
     assert verdict.outcome["deal"] is not None and ep.audit() == []
     ep.final = {s: 1.0 for s in neg.agents}
     assert ep.audit()
@@ -126,11 +126,11 @@ def test_the_audit_catches_a_tampered_outcome() -> None:
 def test_cooperation_uses_the_database_verifier() -> None:
     coop = world("cooperation")
     task = coop.task("train", 3, 4)
-    verdict, _ = play_match(coop, task, seats(coop, 3))
+    verdict, _ = play_seats(coop, task, seats(coop, 3))
     assert verdict.rewards == {"front": 1.0, "back": 1.0}
     names = {i.name for i in verdict.items}
     assert {"state", "no_collateral", "rules"} <= names  # the database world's rubric
-    verdict, _ = play_match(coop, task, seats(coop, 0))
+    verdict, _ = play_seats(coop, task, seats(coop, 0))
     assert verdict.rewards == {"front": 0.0, "back": 0.0}
 
 

@@ -179,7 +179,7 @@ def model_bands(
 
 
 def single_agent_worlds() -> list[str]:
-    return [e for e in list_envs() if make(e).kind != "multiagent"]
+    return [e for e in list_envs() if not make(e).seats]
 
 
 def calibrate(

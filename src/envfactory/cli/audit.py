@@ -12,14 +12,17 @@ from rich.table import Table
 
 from envfactory.bench.calibration import GRAMMAR_HARNESS, ModelBand, calibrate, model_bands
 from envfactory.cli.common import console, err_console, fail, print_json, world_ids
-from envfactory.quality.audit import AuditReport, audit
+from envfactory.quality.audit import AuditReport, audit_world
 from envfactory.quality.report import write_report
+from envfactory.quality.seat_check import SeatCheckReport
 from envfactory.registry import list_envs, make
 from envfactory.workers import worker_pool
 
+Report = AuditReport | SeatCheckReport
 
-def _audit_one(env_id: str, n: int, seed: int) -> AuditReport:
-    return audit(make(env_id), n=n, seed=seed)
+
+def _audit_one(env_id: str, n: int, seed: int) -> Report:
+    return audit_world(make(env_id), n=n, seed=seed)
 
 
 def audit_cmd(
@@ -66,15 +69,9 @@ def audit_cmd(
     unknown = sorted(set(ids) - set(list_envs()))
     if unknown:
         raise fail(f"unknown environment(s): {', '.join(unknown)}")
-    # The audit's oracle and baselines are single agents; multi-agent worlds are checked by
-    # `envfactory check ENV` (scripted seats of two strengths, every outcome confirmed).
-    multi = [e for e in ids if make(e).kind == "multiagent"]
-    if multi:
-        err_console.print(f"multi-agent worlds left out (use envfactory check): {', '.join(multi)}")
-        ids = [e for e in ids if e not in multi]
     if not ids:
         raise typer.Exit(2)
-    results: dict[str, AuditReport] = {}
+    results: dict[str, Report] = {}
     with Progress(console=err_console, transient=True) as bar:
         job = bar.add_task("auditing", total=len(ids))
         if jobs <= 1 or len(ids) == 1:
@@ -88,9 +85,10 @@ def audit_cmd(
                     results[futures[done]] = done.result()
                     bar.advance(job)
     reports = [results[e] for e in ids]
-    path = write_report(reports, report)
+    single = [r for r in reports if isinstance(r, AuditReport)]  # the plots are one agent's
+    path = write_report(single, report)
     levels = [int(d) for d in model_levels.split(",") if d.strip()] or None
-    bands = _model_bands(ids, model_tasks, levels) if model_tasks else {}
+    bands = _model_bands([r.env for r in single], model_tasks, levels) if model_tasks else {}
     if json:
         print_json([_summary(r, bands.get(r.env)) for r in reports])
     else:
@@ -110,9 +108,12 @@ def audit_cmd(
         ):
             table.add_column(col)
         for r in reports:
+            if isinstance(r, SeatCheckReport):  # its measures are printed below the table
+                table.add_row(r.env, _passed(r.passed), *["-"] * 9)
+                continue
             table.add_row(
                 r.env,
-                "[green]yes[/green]" if r.passed else "[red]no[/red]",
+                _passed(r.passed),
                 f"{r.oracle_success_rate:.2f}",
                 f"{r.noop_reward_mean:.3f}",
                 f"{r.random_reward_mean:.3f}",
@@ -124,6 +125,13 @@ def audit_cmd(
                 str(r.voided_by_agent),
             )
         console.print(table)
+        for r in reports:
+            if isinstance(r, SeatCheckReport):
+                console.print(
+                    f"{r.env} (seats): strong beats weak {r.strong_beats_weak} "
+                    f"(p = {r.p_value:.2g}), invalid outcomes {r.invalid_outcomes}"
+                    + "".join(f"; {p}" for p in r.problems[:3])
+                )
         err_console.print(f"report: {path}")
     if not all(r.passed for r in reports):
         raise typer.Exit(1)
@@ -169,6 +177,10 @@ def _selftest(
         raise typer.Exit(1)
 
 
+def _passed(passed: bool) -> str:
+    return "[green]yes[/green]" if passed else "[red]no[/red]"
+
+
 def _worst(r: AuditReport) -> str:
     """The exploit that earns most, and its mean reward."""
     if not r.exploits:
@@ -177,7 +189,7 @@ def _worst(r: AuditReport) -> str:
     return f"{name} {stats.mean:.3f}"
 
 
-def _summary(r: AuditReport, band: ModelBand | None = None) -> dict[str, object]:
+def _summary(r: Report, band: ModelBand | None = None) -> dict[str, object]:
     """The JSON view: every score, without the plot data; the real model's band if measured."""
     out = r.model_dump(mode="json", exclude={"curves", "plan_lengths", "tool_uses", "plan_steps"})
     if band is not None:

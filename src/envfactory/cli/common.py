@@ -6,7 +6,7 @@ import contextlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 import typer
 from pydantic import BaseModel
@@ -104,6 +104,8 @@ def require_safe_bind(host: str, token: str, extra: str) -> None:
 
 
 class CheckOutcome(Protocol):
+    SHOWN: ClassVar[tuple[str, ...]]  # the measures a table shows
+
     @property
     def passed(self) -> bool: ...
 
@@ -111,16 +113,10 @@ class CheckOutcome(Protocol):
 R = TypeVar("R", bound=CheckOutcome)
 
 
-def report_check(
-    name: str,
-    total: int,
-    run: Callable[[Callable[[int], None]], R],
-    shown: Iterable[str],
-    json: bool,
-) -> R:
+def report_check(name: str, total: int, run: Callable[[Callable[[int], None]], R], json: bool) -> R:
     """``envfactory check``'s frame: ``run(progress)`` under a bar of ``total`` steps, then the
-    report as JSON or as a table of the ``shown`` fields (and the first five ``problems`` it
-    lists, if any, in red); exits 1 unless the report passed."""
+    report as JSON or as a table of the fields it names in ``SHOWN`` (and the first five
+    ``problems`` it lists, if any, in red); exits 1 unless the report passed."""
     with Progress(console=err_console, transient=True) as bar:
         job = bar.add_task(f"checking {name}", total=total)
         report = run(lambda k: bar.advance(job, k))
@@ -130,7 +126,7 @@ def report_check(
         table = Table(title=f"check {name}: {'passed' if report.passed else 'FAILED'}")
         table.add_column("measure")
         table.add_column("value", justify="right")
-        for key in shown:
+        for key in report.SHOWN:
             table.add_row(key, str(getattr(report, key)))
         console.print(table)
         for problem in getattr(report, "problems", [])[:5]:

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from envfactory.cli.common import console, err_console, fail, print_json
-from envfactory.cli.rollout import with_progress
+from envfactory.cli.progress import with_progress
 from envfactory.curriculum.controller import Curriculum, CurriculumConfig
 from envfactory.curriculum.drive import Rounds, run_rounds
 from envfactory.curriculum.learners import LearnerSpec

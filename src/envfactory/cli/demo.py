@@ -13,7 +13,7 @@ from rich.table import Table
 from envfactory.cli import model_demo
 from envfactory.cli.common import console, err_console, print_json
 from envfactory.policies.wrap import ScriptedPolicy
-from envfactory.quality.check import sample_cells
+from envfactory.quality.cells import sample_cells
 from envfactory.registry import list_envs, make
 from envfactory.rollout.engine import RolloutEngine
 from envfactory.rollout.types import EngineConfig, TaskRef
@@ -34,9 +34,9 @@ def demo(
 ) -> None:
     """Run the scripted policies over a sample of every environment and summarise; then a
     real model (the embedded one by default) on a few tasks of two worlds."""
-    # Multi-agent worlds have seats, not one agent: `envfactory check ENV` plays their
-    # scripted seats against each other, and `envfactory match` runs them through the engine.
-    multi = [e for e in list_envs() if make(e).kind == "multiagent"]
+    # Worlds with seats have no single agent to score: `envfactory check ENV` plays their
+    # scripted seats against each other, and `envfactory rollout ENV --seat ...` runs them.
+    multi = [e for e in list_envs() if make(e).seats]
     # Web worlds are the database worlds again, through a browser tab (seconds an episode):
     # `envfactory check web-retail` runs them.
     web = [e for e in list_envs() if make(e).kind == "web"]

@@ -62,8 +62,8 @@ def _levels(env_ids: list[str], difficulties: list[str]) -> tuple[dict[str, list
     notes: list[str] = []
     for env_id in env_ids:
         env = load_env(env_id)
-        if env.kind == "multiagent":
-            raise fail(f"{env_id}: a multi-agent world (seats) has no single gold transcript")
+        if env.seats:
+            raise fail(f"{env_id}: a world with seats has no single gold transcript")
         has = list(env.difficulties)
         chosen = [d for d in asked if d in has] if asked else has
         if not chosen:

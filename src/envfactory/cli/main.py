@@ -13,6 +13,7 @@ from envfactory.cli import (
     envs,
     export_sft,
     gaps,
+    match,
     openapi,
     packages,
     play,
@@ -25,7 +26,6 @@ from envfactory.cli import (
 from envfactory.cli import curriculum as curriculum_cli
 from envfactory.cli import proxy as proxy_cli
 from envfactory.cli import serve_model as serve_model_cli
-from envfactory.multiagent import cli as multiagent_cli
 
 app = typer.Typer(
     name="envfactory",
@@ -42,7 +42,7 @@ app.command("audit")(audit.audit_cmd)
 app.command("bench")(bench.bench)
 app.command("demo")(demo.demo)
 app.command("rollout")(rollout.rollout)
-app.command("match")(multiagent_cli.match)
+app.command("match")(match.match)
 app.command("serve")(serve.serve)
 app.command("bench-serve")(serve.bench_serve)
 app.command("serve-model")(serve_model_cli.serve_model)

@@ -2,41 +2,39 @@
 
 from __future__ import annotations
 
-import asyncio
 import json as jsonlib
 import time
-from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, fail, print_json, world_ids
+from envfactory.cli.common import console, fail, print_json, world_ids
+from envfactory.cli.progress import with_progress
 from envfactory.contract.errors import EnvFactoryError
 from envfactory.contract.tasks import SPLITS, Split
 from envfactory.credit.advantages import CreditConfig
 from envfactory.credit.files import credit_folder, parse_credit
+from envfactory.episode.seats import seated
 from envfactory.harness.config import ContextConfig, HarnessConfig
 from envfactory.policies.base import RolloutPolicy
 from envfactory.policies.openai import OpenAIPolicy
 from envfactory.policies.scripted import SCRIPTED
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.registry import list_envs, make
-from envfactory.rollout.engine import Listener
 from envfactory.rollout.plan import plan_tasks
 from envfactory.rollout.retry import RetryConfig
 from envfactory.rollout.run import run_in
+from envfactory.rollout.seating import ScriptedSeatPolicy, seat_specs
 from envfactory.rollout.summary import RunSummary
-from envfactory.rollout.types import EngineConfig
-from envfactory.trajectory.record import EpisodeRecord
+from envfactory.rollout.types import EngineConfig, TaskRef
 
 if TYPE_CHECKING:
     from envfactory.curriculum.drive import Rounds
 
-T = TypeVar("T")
+SEAT_HELP = "SEAT=WHO: learner, scripted, scripted:N or same:SEAT (repeatable; worlds with seats)."
 
 
 def _csv(value: str) -> list[str]:
@@ -60,9 +58,12 @@ def _policy(
     token_ids: bool,
     call_timeout: float,
     concurrency: int,
+    env_ids: list[str],
 ) -> RolloutPolicy:
     if name in SCRIPTED:
         return ScriptedPolicy(name)
+    if name.startswith("scripted:"):
+        return scripted_seats(name, env_ids)
     if name == "local":
         return local_policy(model, sampling)
     if name == "openai":
@@ -76,7 +77,33 @@ def _policy(
             timeout_s=call_timeout,
             max_connections=concurrency,
         )
-    raise fail(f"--policy: {name!r} is not local, openai or one of {', '.join(SCRIPTED)}")
+    raise fail(
+        f"--policy: {name!r} is not local, openai, scripted:N or one of {', '.join(SCRIPTED)}"
+    )
+
+
+def scripted_seats(name: str, env_ids: list[str]) -> ScriptedSeatPolicy:
+    """``scripted:N``: the scripted seats of level N of the one world with seats in the run."""
+    level = name.partition(":")[2]
+    worlds = [w for w in (seated(make(e)) for e in env_ids) if w is not None]
+    if not level.isdigit() or len(worlds) != 1 or len(worlds) != len(env_ids):
+        raise fail(f"--policy {name}: scripted:N plays the seats of one world with seats")
+    try:
+        return ScriptedSeatPolicy(worlds[0], int(level))
+    except ValueError as exc:
+        raise fail(f"--policy: {exc}") from None
+
+
+def choose_worlds(envs: str, policy: str) -> list[str]:
+    """The worlds of the run: those named, or every world the policy plays (a scripted agent:
+    the worlds of one agent; scripted:N: the worlds with seats; a model: every world)."""
+    if named := world_ids(_csv(envs)):
+        return named
+    if policy in SCRIPTED:
+        return [e for e in list_envs() if not make(e).seats]
+    if policy.startswith("scripted:"):
+        return [e for e in list_envs() if make(e).seats]
+    return list_envs()
 
 
 def local_policy(model: str, sampling: dict[str, Any]) -> RolloutPolicy:
@@ -167,14 +194,31 @@ def rollout(
         help="Write credited.jsonl with advantages: method[+step][+shaping][+filter], e.g. "
         "grpo, drgrpo+gigpo+shaping (methods grpo drgrpo erpo atgrpo; steps gigpo rewardflow).",
     ),
+    seat: list[str] = typer.Option([], "--seat", help=SEAT_HELP),
+    worlds: list[str] | None = typer.Argument(
+        None, metavar="[ENV]...", help="Worlds to run, as --envs (both may be given)."
+    ),
 ) -> None:
-    """Run groups of episodes through the async engine and record every trajectory."""
-    env_ids = world_ids(_csv(envs)) or [e for e in list_envs() if make(e).kind != "multiagent"]
+    """Run groups of episodes through the async engine and record every trajectory (a world
+    with seats: one per seat, each seat played as --seat says)."""
+    env_ids = choose_worlds(",".join([envs, *(worlds or [])]), policy)
     known = set(list_envs())
     if unknown := [e for e in env_ids if e not in known]:
         raise fail(f"no environment {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    if multi := [e for e in env_ids if make(e).kind == "multiagent"]:
-        raise fail(f"{', '.join(multi)}: multi-agent worlds (seats) run with envfactory match")
+    with_seats = [e for e in env_ids if make(e).seats]
+    if policy in SCRIPTED and with_seats:
+        raise fail(
+            f"{', '.join(with_seats)}: worlds with seats; their learner is --policy scripted:N, "
+            f"openai or local, not {policy} (see --seat)"
+        )
+    try:
+        seats = seat_specs(seat)
+    except ValueError as exc:
+        raise fail(f"--seat: {exc}") from None
+    if seats and not with_seats:
+        raise fail("--seat: none of these worlds has seats")
+    if unknown := sorted(set(seats) - {s for e in with_seats for s in make(e).seats}):
+        raise fail(f"--seat: no seat {unknown[0]!r} in {', '.join(with_seats)}")
     split_list = _csv(splits)
     if bad := [s for s in split_list if s not in SPLITS]:
         raise fail(f"--splits: {', '.join(bad)} is not one of {', '.join(SPLITS)}")
@@ -192,7 +236,15 @@ def rollout(
     args = {"temperature": temperature, "max_tokens": max_tokens}
     sampling_args = {**{k: v for k, v in args.items() if v is not None}, **extra}
     chosen = _policy(
-        policy, base_url, model, api_key_env, sampling_args, token_ids, call_timeout, concurrency
+        policy,
+        base_url,
+        model,
+        api_key_env,
+        sampling_args,
+        token_ids,
+        call_timeout,
+        concurrency,
+        env_ids,
     )
     refs = plan_tasks(env_ids, n_tasks, cast(list[Split], split_list), levels)
     harness = HarnessConfig(
@@ -221,6 +273,8 @@ def rollout(
         make(env_id)  # build the worlds before the clock starts
     if gaps and curriculum is None:
         raise fail("--gaps steers a curriculum's draws: give --curriculum too")
+    if curriculum is not None and seats:
+        raise fail("--seat: a curriculum's rounds seat the learner as each world does by default")
     if curriculum is not None:
         from envfactory.curriculum.drive import Rounds
         from envfactory.curriculum.gaps import GapTargeter, find_gaps, store_records
@@ -232,7 +286,7 @@ def rollout(
             curriculum, folder, env_ids, plan, json, chosen, harness, config, resume, credit_config
         )
         return
-    summary = _run(folder, refs, chosen, harness, config, resume, parquet)
+    summary = _run(folder, refs, chosen, harness, config, resume, parquet, seats)
     if credit_config is not None:
         summary.files.append(str(credit_folder(folder, credit_config)[0]))
     if json:
@@ -274,15 +328,16 @@ def _with_curriculum(
 
 def _run(
     folder: Path,
-    refs: list[Any],
+    refs: list[TaskRef],
     policy: RolloutPolicy,
     harness: HarnessConfig,
     config: EngineConfig,
     resume: bool,
     parquet: bool,
+    seats: dict[str, str],
 ) -> RunSummary:
     return with_progress(
-        len(refs) * config.group_size,
+        trajectories(refs, config.group_size),
         lambda done, stopping: run_in(
             folder,
             refs,
@@ -293,44 +348,15 @@ def _run(
             parquet=parquet,
             on_episode=done,
             on_stop=stopping,
+            seats=seats,
         ),
     )
 
 
-def with_progress(
-    total: int,
-    start: Callable[[Listener, Callable[[], None]], Coroutine[Any, Any, T]],
-    note: Callable[[], str] | None = None,
-) -> T:
-    """Run ``start(on_episode, on_stop)`` under a progress bar of ``total`` episodes;
-    ``note`` adds a few words to the bar after each episode."""
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=err_console, transient=True) as bar:
-        job = bar.add_task("episodes", total=total)
-        faults = 0
-
-        def done(rec: EpisodeRecord) -> None:
-            nonlocal faults
-            if rec.status == "infra_error":
-                faults += 1
-            else:
-                bar.advance(job)
-            words = [f"[red]{faults} infra errors[/red]"] if faults else []
-            words += [note()] if note is not None else []
-            bar.update(job, description=f"episodes ({', '.join(words)})" if words else "episodes")
-
-        def stopping() -> None:
-            bar.update(job, description="stopping: checkpointing live episodes (Ctrl-C aborts)")
-
-        try:
-            return asyncio.run(start(done, stopping))
-        except EnvFactoryError as exc:
-            raise fail(str(exc)) from None
+def trajectories(refs: list[TaskRef], group_size: int) -> int:
+    """The trajectories a run of ``refs`` records: one an episode, one a seat in a world with
+    seats."""
+    return sum(group_size * max(1, len(make(r.env_id).seats)) for r in refs)
 
 
 def _num(v: float | None, fmt: str = "{:.3f}") -> str:

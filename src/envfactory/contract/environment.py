@@ -60,6 +60,13 @@ class Environment(ABC):
     ) -> list[Task]:
         return [self.task(split, difficulty, i) for i in range(start, start + n)]
 
+    @property
+    def seats(self) -> tuple[str, ...]:
+        """The seats of a world several agents play at once (each action names its seat as its
+        ``actor``), in turn order; empty for a world of one agent. A world with seats also
+        plays them as :class:`envfactory.episode.seats.SeatedWorld` says."""
+        return ()
+
     def available(self) -> str | None:
         """Why this world's episodes cannot run on this machine (no browser, no sandbox), or
         None when they can."""

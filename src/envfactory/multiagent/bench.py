@@ -17,9 +17,10 @@ from statistics import median
 from typing import Any
 
 from envfactory.multiagent.environment import MultiAgentEnvironment
-from envfactory.multiagent.rollout import run_seats
-from envfactory.multiagent.seats import ScriptedSeatPolicy, Seating
 from envfactory.registry import list_envs, make
+from envfactory.rollout.engine import RolloutEngine
+from envfactory.rollout.run import run_and_close
+from envfactory.rollout.seating import ScriptedSeatPolicy
 from envfactory.rollout.types import EngineConfig, TaskRef
 
 
@@ -54,8 +55,11 @@ def bench_world(env: MultiAgentEnvironment, episodes: int) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     ep.close()
     t0 = time.perf_counter()
-    seating = Seating(ScriptedSeatPolicy(env, top), dict.fromkeys(env.agents, f"scripted:{top}"))
-    _, records = asyncio.run(run_seats(refs, seating, config=EngineConfig(concurrency=64)))
+    seats = dict.fromkeys(env.agents, f"scripted:{top}")
+    engine = RolloutEngine(
+        ScriptedSeatPolicy(env, top), config=EngineConfig(concurrency=64), seats=seats
+    )
+    _, records = asyncio.run(run_and_close(engine, refs))
     engine_wall = time.perf_counter() - t0
     return {
         "env": env.id,

@@ -16,15 +16,15 @@ import threading
 from abc import abstractmethod
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import Field
 
-from envfactory.contract.actions import Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import SPLITS, HiddenTask, PublicTask, Split, Task
+from envfactory.episode.seats import SeatPolicy
 from envfactory.multiagent.episode import MultiAgentEpisode
 from envfactory.multiagent.tools import SeatTool
 from envfactory.tasks.seeds import split_of, stable_hash, task_seed
@@ -37,18 +37,6 @@ class MultiAgentHidden(HiddenTask):
     Only the episode reads it; each seat is shown its own part."""
 
     game: dict[str, Any] = Field(default_factory=dict)
-
-
-class SeatPolicy(Protocol):
-    """A scripted seat: ``start`` once per episode, then ``act`` on each of its observations.
-    Scripted seats are in-process: like the single-agent oracle they may read the hidden task,
-    but the ones of games and negotiation act on their own observation only."""
-
-    name: str
-
-    def start(self, task: Task, seat: str) -> None: ...
-
-    def act(self, observation: Observation) -> ToolCall | Message: ...
 
 
 def canonical(value: Any) -> str:
@@ -144,6 +132,10 @@ class MultiAgentEnvironment(Environment):
         return {"opponent": self.opponent(difficulty)}
 
     # -- tasks -----------------------------------------------------------------------------------
+
+    @property
+    def seats(self) -> tuple[str, ...]:
+        return self.agents
 
     @property
     def difficulties(self) -> list[int]:

@@ -22,20 +22,17 @@ import hashlib
 import json
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall, parse_action
 from envfactory.contract.config import EpisodeConfig
-from envfactory.contract.episode import Episode
 from envfactory.contract.errors import EpisodeError
 from envfactory.contract.results import ToolError, ToolFailure
 from envfactory.contract.tasks import Task
 from envfactory.contract.values import text_problem
-from envfactory.contract.verdict import RubricItem, Verdict
+from envfactory.contract.verdict import RubricItem
+from envfactory.episode.seats import MultiVerdict, SeatedEpisode
 from envfactory.multiagent.tools import SeatTool
-
-if TYPE_CHECKING:
-    from envfactory.multiagent.environment import MultiAgentEnvironment
 
 Action = ToolCall | Message
 MAX_ERRORS = 8  # invalid actions a seat may make before it forfeits
@@ -59,23 +56,28 @@ class Event:
         return {"kind": self.kind, "by": self.by, "text": self.text, "data": self.data}
 
 
-class MultiVerdict(Verdict):
-    """A verdict with every seat's reward. ``reward`` is the first seat's (the rubric item
-    ``reward/<seat>`` of the first seat carries all the weight); ``outcome`` says what
-    happened (the winner, the deal, the attempts), in terms every seat may know."""
+class SeatWorld(Protocol):
+    """What a multi-agent episode needs of its world (the environment, read-only)."""
 
-    rewards: dict[str, float | None]
-    outcome: dict[str, Any]
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def agents(self) -> tuple[str, ...]: ...
+
+    def seat_tools(self, seat: str) -> list[SeatTool]: ...
+
+    def episode(self, config: EpisodeConfig | None = None) -> MultiAgentEpisode: ...
 
 
-class MultiAgentEpisode(Episode):
+class MultiAgentEpisode(SeatedEpisode):
     """The shared machinery of every multi-agent world; a world implements the hooks below."""
 
     agents: tuple[str, ...] = ()
     messaging: bool = False  # seats may send_message one another
     message_passes_turn: bool = False
 
-    def __init__(self, env: MultiAgentEnvironment, config: EpisodeConfig | None = None) -> None:
+    def __init__(self, env: SeatWorld, config: EpisodeConfig | None = None) -> None:
         self.env = env
         self.agents = env.agents
         self.config = config or EpisodeConfig()

@@ -6,6 +6,10 @@ and no agent input voids an episode), graded (gold plans lengthen and a noisy
 oracle succeeds less as difficulty rises), deterministic, covering its tools, and diverse
 (distinct plan shapes and instructions per 1,000 tasks).
 
+A world with seats is audited by :func:`audit_world` through its own baselines instead: its
+scripted seats of two strengths (the strong must beat the weak), every outcome confirmed by
+the episode's own replay (a tampered outcome shows), and the same tasks when rebuilt.
+
 The sampled checks (baselines, grading) are one-sided tests at a false-alarm rate of
 ``stats.ALPHA``: a world fails them on evidence, so a smaller ``-n`` does not fail a world a
 larger one passes unless its sample shows the fault (docs/audit.md, "Statistics").
@@ -27,10 +31,12 @@ from envfactory.contract.errors import SynthesisError
 from envfactory.contract.policy import Policy
 from envfactory.contract.tasks import Split, Task
 from envfactory.episode.runner import run_episode
+from envfactory.episode.seats import seated
 from envfactory.policies.baselines import noisy_baseline, random_baseline
 from envfactory.policies.scripted import Guess, NoOp, Oracle, SpamWrites, write_tools
 from envfactory.quality.adversary import Attack, ExploitStats, attack, shortfalls
-from envfactory.quality.check import sample_cells
+from envfactory.quality.cells import sample_cells
+from envfactory.quality.seat_check import SeatCheckReport, seat_check
 from envfactory.quality.stats import ALPHA, gain_power, p_above, p_gain, upper_bound
 from envfactory.registry import build
 
@@ -171,17 +177,26 @@ def _graded(steps: dict[int, float], noisy: dict[int, list[float]]) -> Grading:
     return Grading(not problems, problems, rise_p, fall_p, power, alpha)
 
 
-def _deterministic(
-    env: Environment, cells: Sequence[tuple[Split, int, int]]
-) -> tuple[bool, list[str]]:
-    """The same tasks from a freshly built environment, and the same final state from two
-    oracle runs."""
+def _rebuilt(env: Environment, cells: Sequence[tuple[Split, int, int]]) -> list[str]:
+    """Tasks that differ when the environment is built afresh."""
     fresh = build(env.id)
     problems = []
     for split, d, i in cells:
         a, b = env.task(split, d, i), fresh.task(split, d, i)
         if a.public != b.public or a.hidden != b.hidden or a.initial_hash != b.initial_hash:
             problems.append(f"{a.task_id} differs when rebuilt")
+    fresh_close = getattr(fresh, "close", None)
+    if callable(fresh_close):
+        fresh_close()
+    return problems
+
+
+def _deterministic(
+    env: Environment, cells: Sequence[tuple[Split, int, int]]
+) -> tuple[bool, list[str]]:
+    """The same tasks from a freshly built environment, and the same final state from two
+    oracle runs."""
+    problems = _rebuilt(env, cells)
     for split, d, i in cells[:5]:
         task = env.task(split, d, i)
         hashes = set()
@@ -192,10 +207,22 @@ def _deterministic(
             ep.close()
         if len(hashes) != 1:
             problems.append(f"{task.task_id}: two oracle runs end in different states")
-    fresh_close = getattr(fresh, "close", None)
-    if callable(fresh_close):
-        fresh_close()
     return not problems, problems
+
+
+def audit_world(
+    env: Environment, n: int = 300, seed: int = 0, progress: Progress | None = None
+) -> AuditReport | SeatCheckReport:
+    """The audit of any world: :func:`audit`, or for a world with seats its seat check over
+    ``n`` episodes and the same tasks when rebuilt (see the module docstring)."""
+    world = seated(env)
+    if world is None:
+        return audit(env, n, seed, progress)
+    report = seat_check(env, world, n, seed, progress)
+    cells = sample_cells(env, max(1, n // 2))
+    report.problems += _rebuilt(env, cells[:: max(1, len(cells) // 20)])
+    report.passed = report.passed and not report.problems
+    return report
 
 
 def audit(

@@ -2,7 +2,8 @@
 
 Runs the oracle and the baselines over tasks spread over every split (in proportion to its
 share) and every difficulty, and counts what must be zero: unsolvable tasks, duplicates within
-a cell, and tasks shared between splits.
+a cell, and tasks shared between splits. A world with seats is checked by its scripted seats
+instead (:mod:`envfactory.quality.seat_check`).
 """
 
 from __future__ import annotations
@@ -11,16 +12,20 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from statistics import fmean
+from typing import ClassVar
 
 from pydantic import BaseModel
 
 from envfactory.contract.environment import Environment
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.policy import Policy
-from envfactory.contract.tasks import Split, Task
+from envfactory.contract.tasks import Task
 from envfactory.episode.runner import run_episode
+from envfactory.episode.seats import seated
 from envfactory.policies.baselines import noisy_baseline, random_baseline
 from envfactory.policies.scripted import NoOp, Oracle
+from envfactory.quality.cells import sample_cells
+from envfactory.quality.seat_check import SeatCheckReport, seat_check
 from envfactory.tasks.seeds import SPLIT_SHARES
 
 Progress = Callable[[int], None]
@@ -34,6 +39,18 @@ class DifficultyStats(BaseModel):
 
 
 class CheckReport(BaseModel):
+    SHOWN: ClassVar[tuple[str, ...]] = (
+        "tasks",
+        "oracle_success_rate",
+        "noop_reward_mean",
+        "random_reward_mean",
+        "noisy_oracle_reward_mean",
+        "unsolvable",
+        "duplicate_tasks",
+        "split_overlap",
+        "seconds",
+    )
+
     env: str
     tasks: int
     oracle_success_rate: float
@@ -49,39 +66,14 @@ class CheckReport(BaseModel):
     passed: bool
 
 
-def sample_cells(env: Environment, n: int) -> list[tuple[Split, int, int]]:
-    """Up to ``n`` (split, difficulty, index) cells: the environment's splits by their share,
-    difficulties in turn; an environment with a finite task list gives at most what it has."""
-    shares = [(s, share) for s, share in SPLIT_SHARES if s in env.splits]
-    total = sum(share for _, share in shares)
-    cells: list[tuple[Split, int, int]] = []
-    remaining = n
-    for i, (split, share) in enumerate(shares):
-        k = remaining if i == len(shares) - 1 else round(n * share / total)
-        remaining -= k
-        cells += _cells(env, split, k)
-    return cells
-
-
-def _cells(env: Environment, split: Split, k: int) -> list[tuple[Split, int, int]]:
-    """``k`` cells of one split, round-robin over difficulties, skipping full ones."""
-    sizes = {d: env.tasks_up_to(split, d, k) for d in env.difficulties}
-    out: list[tuple[Split, int, int]] = []
-    index = 0
-    while len(out) < k:
-        open_ = [d for d in env.difficulties if index < sizes[d]]
-        if not open_:
-            break
-        for d in open_:
-            if len(out) < k:
-                out.append((split, d, index))
-        index += 1
-    return out
-
-
 def check(
     env: Environment, n: int = 500, seed: int = 0, progress: Progress | None = None
-) -> CheckReport:
+) -> CheckReport | SeatCheckReport:
+    """Check ``env`` over ``n`` tasks (a world with seats: about ``n`` episodes of its
+    scripted seats); see the module docstring."""
+    world = seated(env)
+    if world is not None:
+        return seat_check(env, world, n, seed, progress)
     started = time.perf_counter()
     episode = env.episode()
     rewards: dict[str, list[float]] = defaultdict(list)

@@ -1,6 +1,10 @@
 """The async rollout engine: groups of G episodes per task, a concurrency limit, timeouts,
 retries, over-sampling, checkpoints, and a resume that neither loses nor repeats an episode.
 
+A world with seats plays every seat in each episode (``seats`` says who plays which: see
+:mod:`envfactory.rollout.seating`) and leaves one trajectory per seat
+(:mod:`envfactory.rollout.seat_play`); the group counts episodes, not trajectories.
+
 A group wants ``group_size`` episodes. It starts ``group_size + oversample``, keeps the first
 ``group_size`` to finish and cancels the rest; an infrastructure failure is recorded (as
 ``infra_error``, unscored) and replaced, up to ``replace_failed`` times. With a store, each kept
@@ -15,13 +19,15 @@ import math
 import random
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import Environment
 from envfactory.contract.errors import EnvFactoryError
+from envfactory.contract.tasks import Task
+from envfactory.episode.seats import SeatedWorld, seated
 from envfactory.gc_tuning import quiet_gc
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.context import Summariser
@@ -38,6 +44,8 @@ from envfactory.rollout.executor import (
 )
 from envfactory.rollout.lag import LagMonitor
 from envfactory.rollout.play import Play, Sample
+from envfactory.rollout.seat_play import SeatPlay
+from envfactory.rollout.seating import Seating, SeatSpec
 from envfactory.rollout.summary import RolloutStats, RunSummary
 from envfactory.rollout.types import EngineConfig, TaskRef, episode_id
 from envfactory.trajectory.record import EpisodeRecord
@@ -60,8 +68,10 @@ class RolloutEngine:
         summariser: Summariser | None = None,
         on_episode: Listener | None = None,
         keep_records: bool = True,
+        seats: Mapping[str, SeatSpec] | None = None,
     ) -> None:
         self.policy = policy
+        self.seating = Seating(policy, seats)
         self.harness = harness or HarnessConfig()
         self.config = config or EngineConfig()
         self.store = store
@@ -181,7 +191,7 @@ class RolloutEngine:
     ) -> None:
         cfg, stats = self.config, self.stats
         k = cfg.group_size
-        kept = sum(e.status != "infra_error" for e in recorded)
+        kept = len({e.sample_index for e in recorded if e.status != "infra_error"})
         if kept >= k:
             stats.groups["skipped"] += 1
             return
@@ -190,16 +200,18 @@ class RolloutEngine:
             task = await self._synth.call(  # synthesis can take a while: never on the loop
                 lambda: env.task(ref.split, ref.difficulty, ref.index), Lane()
             )
-        except Exception as exc:  # no such environment, or no task at that address
+            world = seated(env)
+            seats = None if world is None else self.seating.resolve(world, task)
+        except Exception as exc:  # no such environment, no task there, or a bad seating
             stats.errors.append(f"{ref.group_id}: {type(exc).__name__}: {exc}")
             stats.groups["incomplete"] += 1
             return
-        attempts = len(recorded)
+        used = {e.sample_index for e in recorded}  # an episode with seats: one entry a seat
+        attempts = len(used)
         want, budget = k + cfg.oversample, k + cfg.oversample + cfg.replace_failed
-        used = {e.sample_index for e in recorded}
         resumes = deque(sorted(partial, key=lambda r: r.sample_index))
-        running: set[asyncio.Task[EpisodeRecord | None]] = set()
-        finished: asyncio.Queue[asyncio.Task[EpisodeRecord | None]] = asyncio.Queue()
+        running: set[asyncio.Task[list[EpisodeRecord] | None]] = set()
+        finished: asyncio.Queue[asyncio.Task[list[EpisodeRecord] | None]] = asyncio.Queue()
         index = 0
 
         def launch() -> None:
@@ -218,7 +230,7 @@ class RolloutEngine:
                     i = index
                 used.add(i)
                 sample = Sample(ref.group_id, episode_id(ref.group_id, i), i, resume)
-                job = asyncio.create_task(self._episode(sample, env, task))
+                job = asyncio.create_task(self._episode(sample, env, task, world, seats))
                 job.add_done_callback(finished.put_nowait)
                 running.add(job)
 
@@ -226,15 +238,17 @@ class RolloutEngine:
         while running:
             job = await finished.get()
             running.discard(job)
-            rec = job.result()
-            if rec is None:
+            records = job.result()
+            if records is None:
                 continue  # paused by a stop
-            if kept >= k and rec.status != "infra_error":
+            failed = records[0].status == "infra_error"
+            if kept >= k and not failed:
                 stats.discarded += 1
             else:
-                await self._record(rec)
+                for rec in records:
+                    await self._record(rec)
                 attempts += 1
-                kept += rec.status != "infra_error"
+                kept += not failed
             if kept >= k:
                 for job in running:
                     job.cancel()
@@ -245,13 +259,25 @@ class RolloutEngine:
                 launch()
         stats.groups["complete" if kept >= k else "incomplete"] += 1
 
-    async def _episode(self, sample: Sample, env: Environment, task: Any) -> EpisodeRecord | None:
+    async def _episode(
+        self,
+        sample: Sample,
+        env: Environment,
+        task: Task,
+        world: SeatedWorld | None,
+        seats: dict[str, RolloutPolicy] | None,
+    ) -> list[EpisodeRecord] | None:
+        """One episode's trajectories (one, or one per seat); None when paused."""
         assert self._slots is not None
         async with self._slots:
             self.live += 1
             self.peak_live = max(self.peak_live, self.live)
             try:
-                return await Play(self, sample, env, task).run()
+                if world is None or seats is None:
+                    play = Play(self, sample, env, task)
+                else:
+                    play = SeatPlay(self, sample, env, world, task, seats)
+                return None if await play.run() is None else play.trajectories()
             finally:
                 self.live -= 1
 
@@ -265,7 +291,8 @@ class RolloutEngine:
             self.on_episode(rec)
 
     async def aclose(self) -> None:
-        """Release the policy's connections and the environment threads."""
-        await self.policy.aclose()
+        """Release the policies' connections and the environment threads."""
+        for policy in self.seating.policies():
+            await policy.aclose()
         self._worker.shutdown()
         self._pool.shutdown(wait=False, cancel_futures=True)

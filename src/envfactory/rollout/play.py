@@ -10,18 +10,20 @@ past its retries) carry no reward and stay out of group statistics.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import Environment
 from envfactory.contract.episode import Episode
 from envfactory.contract.tasks import Task
-from envfactory.harness.context import ContextBuilder
+from envfactory.harness.config import HarnessConfig
+from envfactory.harness.context import ContextBuilder, Summariser
 from envfactory.harness.prompt import exposed_tools, opening
 from envfactory.harness.toolcalls import tool_response
 from envfactory.policies.base import (
@@ -32,17 +34,38 @@ from envfactory.policies.base import (
     PolicyRequest,
     PolicySession,
     RawAction,
+    RolloutPolicy,
     TransientFault,
     call_record,
 )
 from envfactory.rollout.executor import EnvExecutor, Lane
 from envfactory.rollout.retry import backoff
+from envfactory.rollout.summary import RolloutStats
+from envfactory.rollout.types import EngineConfig
 from envfactory.trajectory.record import SCORED, EpisodeRecord, ModelInfo, StepRecord
 
-if TYPE_CHECKING:
-    from envfactory.rollout.engine import RolloutEngine
-
 T = TypeVar("T")
+
+
+class Host(Protocol):
+    """What an episode needs of the engine that runs it (:class:`~envfactory.rollout.engine.
+    RolloutEngine`)."""
+
+    policy: RolloutPolicy
+    harness: HarnessConfig
+    config: EngineConfig
+    episode_config: EpisodeConfig
+    model_info: ModelInfo
+    summariser: Summariser | None
+    stats: RolloutStats
+    stopping: bool
+    rng: random.Random
+
+    def executor(self, env: Environment) -> EnvExecutor: ...
+
+    def tool_schemas(self, env: Environment) -> list[dict[str, Any]]: ...
+
+    def checkpoint(self, record: EpisodeRecord) -> None: ...
 
 
 class EnvFault(Exception):
@@ -122,7 +145,7 @@ def _call_id(action: RawAction) -> str | None:
 class Play:
     """The state of one live episode."""
 
-    def __init__(self, engine: RolloutEngine, sample: Sample, env: Environment, task: Task):
+    def __init__(self, engine: Host, sample: Sample, env: Environment, task: Task):
         self.engine = engine
         self.sample = sample
         self.env = env
@@ -188,6 +211,11 @@ class Play:
         finally:
             if self.ep is not None:
                 self.executor.close(self.lane, self.ep.close)
+
+    def trajectories(self) -> list[EpisodeRecord]:
+        """The records a finished episode leaves: its one record (a world with seats: one per
+        seat)."""
+        return [self.record]
 
     def _stamp(self) -> EpisodeRecord:
         """The record with its timing and counts brought up to now."""
@@ -264,7 +292,7 @@ class Play:
                 return "truncated"
             shown, cut = await context.build(rec.messages)
             request = PolicyRequest(shown, observations, len(rec.calls))
-            reply, attempts, latency = await self._act(session, request)
+            reply, attempts, latency = await self._act(session, request, engine.policy.local)
             self._record_call(reply, attempts, latency, shown if cut else None)
             observations = await self._take(ep, reply)
             every = engine.config.checkpoint_every
@@ -291,11 +319,12 @@ class Play:
         return observations
 
     async def _act(
-        self, session: PolicySession, request: PolicyRequest
+        self, session: PolicySession, request: PolicyRequest, local: bool
     ) -> tuple[PolicyReply, int, float]:
-        """The policy's reply, retrying transient faults with backoff."""
+        """The policy's reply, retrying transient faults with backoff (a ``local`` policy runs
+        in this process: no timeouts, no retries)."""
         cfg = self.engine.config
-        if self.engine.policy.local:
+        if local:
             t0 = time.perf_counter()
             try:
                 reply = await session.act(request)

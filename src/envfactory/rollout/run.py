@@ -8,8 +8,8 @@ import contextlib
 import json
 import signal
 import time
-from collections import Counter
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from envfactory.rollout.engine import Listener, RolloutEngine
 from envfactory.rollout.summary import RolloutStats, RunSummary
 from envfactory.rollout.types import EngineConfig, TaskRef
 from envfactory.trajectory.parquet import export_parquet
+from envfactory.trajectory.record import EpisodeRecord
 from envfactory.trajectory.store import TrajectoryStore
 
 MANIFEST = "run.json"
@@ -30,28 +31,38 @@ class RunExists(EnvFactoryError):
     """The output folder holds another run (or this one, without ``resume``)."""
 
 
-def _manifest(refs: list[TaskRef], config: EngineConfig, policy: RolloutPolicy) -> dict[str, Any]:
-    return {
+def _manifest(
+    refs: list[TaskRef], config: EngineConfig, policy: RolloutPolicy, seats: Mapping[str, str]
+) -> dict[str, Any]:
+    manifest: dict[str, Any] = {
         "groups": [r.group_id for r in refs],
         "group_size": config.group_size,
         "policy": policy.info.model_dump(mode="json"),
     }
+    if seats:
+        manifest["seats"] = dict(seats)
+    return manifest
 
 
 def open_run(
-    out: Path, refs: list[TaskRef], config: EngineConfig, policy: RolloutPolicy, resume: bool
+    out: Path,
+    refs: list[TaskRef],
+    config: EngineConfig,
+    policy: RolloutPolicy,
+    resume: bool,
+    seats: Mapping[str, str] | None = None,
 ) -> TrajectoryStore:
     """The store of the run in ``out``; a resume must ask for the same groups of the same
-    policy, and a new run must not land on an old one."""
-    manifest = _manifest(refs, config, policy)
+    policy (and seats), and a new run must not land on an old one."""
+    manifest = _manifest(refs, config, policy, seats or {})
     path = out / MANIFEST
     if path.exists():
         if not resume:
             raise RunExists(f"{out} already holds a run: pass --resume, or choose another --out")
         if json.loads(path.read_text()) != manifest:
             raise RunExists(
-                f"{out} holds a run with other tasks, group size or policy; resume it with the "
-                "options it was started with, or choose another --out"
+                f"{out} holds a run with other tasks, group size, policy or seats; resume it "
+                "with the options it was started with, or choose another --out"
             )
     else:
         out.mkdir(parents=True, exist_ok=True)
@@ -64,11 +75,12 @@ def summarise(
 ) -> RunSummary:
     """A summary over every episode in the store (this invocation and any before it)."""
     total = RolloutStats()
-    kept: Counter[str] = Counter()
+    kept: defaultdict[str, set[int]] = defaultdict(set)  # a world with seats: a record a seat
     for rec in store.records():
         total.add(rec)
-        kept[rec.group_id] += rec.status != "infra_error"
-    complete = sum(kept[r.group_id] >= engine.config.group_size for r in refs)
+        if rec.status != "infra_error":
+            kept[rec.group_id].add(rec.sample_index)
+    complete = sum(len(kept[r.group_id]) >= engine.config.group_size for r in refs)
     total.groups.update(
         complete=complete, incomplete=len(refs) - complete, skipped=engine.stats.groups["skipped"]
     )
@@ -92,11 +104,13 @@ async def run_in(
     parquet: bool = False,
     on_episode: Listener | None = None,
     on_stop: Callable[[], None] | None = None,
+    seats: Mapping[str, str] | None = None,
 ) -> RunSummary:
-    """Run (or resume) the groups of ``refs`` into ``out``. The first Ctrl-C stops gracefully
-    (live episodes are checkpointed for a resume); a second one aborts."""
+    """Run (or resume) the groups of ``refs`` into ``out``; ``seats`` says who plays which
+    seat of a world with seats (:mod:`envfactory.rollout.seating`). The first Ctrl-C stops
+    gracefully (live episodes are checkpointed for a resume); a second one aborts."""
     config = config or EngineConfig()
-    store = open_run(out, refs, config, policy, resume)
+    store = open_run(out, refs, config, policy, resume, seats)
     engine = RolloutEngine(
         policy,
         harness=harness,
@@ -104,6 +118,7 @@ async def run_in(
         store=store,
         on_episode=on_episode,
         keep_records=False,
+        seats=seats,
     )
     loop = asyncio.get_running_loop()
 
@@ -132,3 +147,14 @@ async def run_in(
     (out / SUMMARY).write_text(summary.model_dump_json(indent=1))
     summary.files.append(str(out / SUMMARY))
     return summary
+
+
+async def run_and_close(
+    engine: RolloutEngine, refs: list[TaskRef]
+) -> tuple[RunSummary, list[EpisodeRecord]]:
+    """Run ``refs`` on ``engine`` and close it; (summary, the records it kept)."""
+    try:
+        summary = await engine.run(refs)
+    finally:
+        await engine.aclose()
+    return summary, engine.records

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from http import HTTPStatus
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from envfactory.contract.environment import Environment
 from envfactory.gc_tuning import quiet_gc
-from envfactory.multiagent.serving import multiagent_router
 from envfactory.serving.auth import TokenGuard
 from envfactory.serving.bodies import JsonBodies
 from envfactory.serving.config import ServeConfig
@@ -25,6 +24,7 @@ from envfactory.serving.models import ErrorOut, StatusOut
 from envfactory.serving.openenv import openenv_router
 from envfactory.serving.ors import BarePaths, ors_router
 from envfactory.serving.routes import envfactory_router
+from envfactory.serving.seats import seats_router
 from envfactory.serving.trainer import trainer_router
 
 DESCRIPTION = """\
@@ -34,6 +34,38 @@ Open Reward Standard routes (HTTP + server-sent events), OpenEnv's WebSocket cha
 JSON routes under `/envfactory`. With a token set, every route but `/health` requires
 `Authorization: Bearer <token>` (or `X-API-Key`).
 """
+
+Mount = Callable[[Engine, ServeConfig], APIRouter | None]
+
+
+def _always(router: Callable[[Engine], APIRouter]) -> Mount:
+    return lambda engine, _: router(engine)
+
+
+def _curriculum(engine: Engine, config: ServeConfig) -> APIRouter | None:
+    if not config.curriculum:
+        return None
+    from envfactory.curriculum import Curriculum
+    from envfactory.curriculum.routes import curriculum_router
+
+    return curriculum_router(engine, Curriculum(config.curriculum))
+
+
+def _trainer(engine: Engine, config: ServeConfig) -> APIRouter | None:
+    return trainer_router(engine, config.trainer_token) if config.trainer_token else None
+
+
+#: The routers a server mounts, in order (a path an earlier one serves wins); a mount that
+#: gives None is not configured. A world with seats is served by the same engine through
+#: ``seats_router`` (one seat per connection); nothing here asks a world's kind.
+ROUTERS: tuple[Mount, ...] = (
+    _always(envfactory_router),
+    _always(seats_router),
+    _curriculum,
+    _trainer,
+    _always(openenv_router),
+    _always(ors_router),
+)
 
 
 def create_app(
@@ -85,17 +117,10 @@ def create_app(
     async def health() -> StatusOut:
         return StatusOut(status="ok")
 
-    app.include_router(envfactory_router(engine))
-    app.include_router(multiagent_router(engine))  # one seat per connection
-    if config.curriculum:
-        from envfactory.curriculum import Curriculum
-        from envfactory.curriculum.routes import curriculum_router
-
-        app.include_router(curriculum_router(engine, Curriculum(config.curriculum)))
-    if config.trainer_token:
-        app.include_router(trainer_router(engine, config.trainer_token))
-    app.include_router(openenv_router(engine))
-    app.include_router(ors_router(engine))
+    for mount in ROUTERS:
+        router = mount(engine, config)
+        if router is not None:
+            app.include_router(router)
     app.router.routes.append(
         Route("/mcp/{env_id}", endpoint=episodes, methods=["GET", "POST", "DELETE"])
     )

@@ -25,8 +25,8 @@ from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.results import ToolFailure
 from envfactory.contract.tasks import Task
 from envfactory.db.episode import DatabaseEpisode
-from envfactory.multiagent.environment import SeatPolicy
-from envfactory.multiagent.episode import Action, MultiAgentEpisode, MultiVerdict
+from envfactory.episode.seats import MultiVerdict, SeatPolicy
+from envfactory.multiagent.episode import Action, MultiAgentEpisode
 from envfactory.multiagent.families.dbworld import DatabaseBacked
 from envfactory.multiagent.tools import SeatTool, message_tool
 from envfactory.policies.scripted import NoisyOracle, Oracle

@@ -32,7 +32,8 @@ from envfactory.contract.tasks import HiddenTask, PlanStep, PublicTask, Split, T
 from envfactory.contract.values import load_json
 from envfactory.db.episode import DatabaseEpisode
 from envfactory.db.tasks import fingerprint
-from envfactory.multiagent.environment import SeatPolicy, digest
+from envfactory.episode.seats import SeatPolicy
+from envfactory.multiagent.environment import digest
 from envfactory.multiagent.episode import Action, MultiAgentEpisode
 from envfactory.multiagent.families.dbworld import DatabaseBacked
 from envfactory.multiagent.tools import SeatTool

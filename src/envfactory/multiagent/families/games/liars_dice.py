@@ -22,7 +22,8 @@ from envfactory.contract.actions import Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.results import ToolFailure
 from envfactory.contract.tasks import Task
-from envfactory.multiagent.environment import MultiAgentEnvironment, SeatPolicy
+from envfactory.episode.seats import SeatPolicy
+from envfactory.multiagent.environment import MultiAgentEnvironment
 from envfactory.multiagent.episode import Action
 from envfactory.multiagent.families.games.base import PLAYERS, TwoPlayerGame, other, seat_rng
 from envfactory.multiagent.tools import SeatTool

@@ -1,61 +1,39 @@
-"""The multi-agent parts of the command line: ``envfactory check`` on a multi-agent world,
-and ``envfactory match`` (multi-seat episodes through the rollout engine)."""
+"""``envfactory match``: the old name of ``envfactory rollout ENV --seat ...`` for one world with
+seats, with its own summary: trajectories, statuses, reward and players by seat."""
 
 from __future__ import annotations
 
-import asyncio
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, cast
 
 import typer
-from rich.progress import Progress
 from rich.table import Table
 
-from envfactory.cli.common import console, err_console, fail, load_env, print_json, report_check
+from envfactory.cli.common import console, err_console, fail, load_env, print_json
+from envfactory.cli.progress import with_progress
+from envfactory.cli.rollout import SEAT_HELP, scripted_seats, trajectories
 from envfactory.contract.tasks import Split
 from envfactory.credit.files import credit_folder, parse_credit
 from envfactory.harness.config import HarnessConfig
-from envfactory.multiagent.check import check
-from envfactory.multiagent.environment import MultiAgentEnvironment
-from envfactory.multiagent.rollout import MultiAgentEngine
-from envfactory.multiagent.seats import ScriptedSeatPolicy, Seating
 from envfactory.policies.base import RolloutPolicy
 from envfactory.policies.openai import OpenAIPolicy
+from envfactory.rollout.engine import Listener, RolloutEngine
 from envfactory.rollout.plan import plan_tasks
+from envfactory.rollout.run import run_and_close
+from envfactory.rollout.seating import seat_specs
 from envfactory.rollout.summary import RunSummary
-from envfactory.rollout.types import EngineConfig, TaskRef
+from envfactory.rollout.types import EngineConfig
+from envfactory.trajectory.record import EpisodeRecord
 from envfactory.trajectory.store import TrajectoryStore
 
-SHOWN = (
-    "episodes",
-    "weak",
-    "strong",
-    "strong_reward_mean",
-    "weak_reward_mean",
-    "pairs_won",
-    "pairs_lost",
-    "pairs_tied",
-    "p_value",
-    "strong_beats_weak",
-    "invalid_outcomes",
-    "duplicate_tasks",
-    "split_overlap",
-    "seconds",
-)
-
-
-def check_command(env: MultiAgentEnvironment, n: int, seed: int, json: bool) -> None:
-    """Scripted seats of two strengths over about ``n`` episodes; exits 1 unless it passes."""
-    total = 2 * max(1, n // 2)
-    report_check(env.id, total, lambda progress: check(env, n, seed, progress), SHOWN, json)
+Outcome = tuple[RunSummary, list[EpisodeRecord]]
 
 
 def match(
-    env_id: str = typer.Argument(..., metavar="ENV", help="A multi-agent world."),
-    seat: list[str] = typer.Option(
-        [], "--seat", help="SEAT=WHO: learner, scripted, scripted:N or same:SEAT (repeatable)."
-    ),
+    env_id: str = typer.Argument(..., metavar="ENV", help="A world with seats."),
+    seat: list[str] = typer.Option([], "--seat", help=SEAT_HELP),
     policy: str = typer.Option("scripted:3", "--policy", help="The learner: openai or scripted:N."),
     base_url: str = typer.Option("http://127.0.0.1:8000/v1", "--base-url"),
     model: str = typer.Option("default", "--model", help="Model name for --policy openai."),
@@ -75,50 +53,44 @@ def match(
     ),
     json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
-    """Multi-seat episodes through the rollout engine: one trajectory per seat."""
+    """Episodes of a world with seats through the rollout engine: one trajectory per seat
+    (``envfactory rollout ENV --seat ...`` under its old name)."""
     env = load_env(env_id)
-    if not isinstance(env, MultiAgentEnvironment):
-        raise fail(f"{env_id} is a {env.kind} world: run it with envfactory rollout")
+    if not env.seats:
+        raise fail(f"{env_id} is a world of one agent: run it with envfactory rollout")
     try:
-        seating = Seating(
-            _learner(env, policy, base_url, model, api_key_env, temperature, max_tokens),
-            dict(_pair(s) for s in seat),
-        )
+        seats = seat_specs(seat)
         levels = [int(d) for d in difficulties.split(",") if d.strip()] or None
         credit_config = parse_credit(credit) if credit else None
         harness = HarnessConfig(tool_format=tool_format, max_turns=max_turns)
     except ValueError as exc:
         raise fail(str(exc)) from None
+    learner = _learner(env.id, policy, base_url, model, api_key_env, temperature, max_tokens)
     split_list = [cast(Split, s.strip()) for s in splits.split(",") if s.strip()]
     refs = plan_tasks([env.id], n_tasks, split_list, levels)
     folder = out or Path("runs") / f"match-{env.id}-{time.strftime('%Y%m%d-%H%M%S')}"
     store = TrajectoryStore(folder)
     config = EngineConfig(group_size=group_size, concurrency=concurrency)
-    with Progress(console=err_console, transient=True) as bar:
-        job = bar.add_task(
-            f"{env.id}: trajectories", total=len(refs) * group_size * len(env.agents)
+
+    def start(done: Listener, _: Callable[[], None]) -> Coroutine[Any, Any, Outcome]:
+        engine = RolloutEngine(
+            learner, harness=harness, config=config, store=store, on_episode=done, seats=seats
         )
-        engine = MultiAgentEngine(
-            seating,
-            harness=harness,
-            config=config,
-            store=store,
-            on_episode=lambda _: bar.advance(job),
-        )
-        summary = asyncio.run(_run(engine, refs))
+        return run_and_close(engine, refs)
+
+    summary, records = with_progress(trajectories(refs, group_size), start)
     store.close()
-    seats = {
-        s: _mean([r.reward for r in engine.records if r.actor == s and r.reward is not None])
-        for s in env.agents
+    seated = [r for r in records if r.actor is not None]
+    rewards = {
+        s: _mean([r.reward for r in seated if r.actor == s and r.reward is not None])
+        for s in env.seats
     }
     result: dict[str, Any] = {
         "env": env.id,
         "trajectories": summary.episodes,
         "status_counts": summary.status_counts,
-        "reward_by_seat": seats,
-        "players": {
-            s: sorted({r.model.name for r in engine.records if r.actor == s}) for s in env.agents
-        },
+        "reward_by_seat": rewards,
+        "players": {s: sorted({r.model.name for r in seated if r.actor == s}) for s in env.seats},
         "errors": summary.errors,
         "out": str(folder),
     }
@@ -130,21 +102,14 @@ def match(
     table = Table(title=f"{env.id}: reward by seat")
     for col in ("seat", "played by", "reward"):
         table.add_column(col)
-    for s in env.agents:
-        table.add_row(s, ", ".join(result["players"][s]), f"{seats[s]:.3f}")
+    for s in env.seats:
+        table.add_row(s, ", ".join(result["players"][s]), f"{rewards[s]:.3f}")
     console.print(table)
     err_console.print(f"trajectories: {folder / 'episodes.jsonl'}")
 
 
-async def _run(engine: MultiAgentEngine, refs: list[TaskRef]) -> RunSummary:
-    try:
-        return await engine.run(refs)
-    finally:
-        await engine.aclose()
-
-
 def _learner(
-    env: MultiAgentEnvironment,
+    env_id: str,
     policy: str,
     base_url: str,
     model: str,
@@ -159,17 +124,9 @@ def _learner(
             if v is not None
         }
         return OpenAIPolicy(base_url, model, api_key_env=api_key_env, sampling=sampling)
-    kind, _, level = policy.partition(":")
-    if kind != "scripted" or not level.isdigit():
-        raise ValueError(f"--policy: {policy!r} is not openai or scripted:N")
-    return ScriptedSeatPolicy(env, int(level))
-
-
-def _pair(text: str) -> tuple[str, str]:
-    name, sep, who = text.partition("=")
-    if not sep or not name or not who:
-        raise ValueError(f"--seat: {text!r} is not SEAT=WHO")
-    return name.strip(), who.strip()
+    if not policy.startswith("scripted:"):
+        raise fail(f"--policy: {policy!r} is not openai or scripted:N")
+    return scripted_seats(policy, [env_id])
 
 
 def _mean(xs: list[float]) -> float:

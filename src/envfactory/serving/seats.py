@@ -1,4 +1,4 @@
-"""Multi-agent episodes over the server: one seat per WebSocket connection.
+"""Episodes of worlds with seats over the server: one seat per WebSocket connection.
 
 ``/envfactory/multi/{env_id}/ws``. A client opens a match and takes a seat, others join the
 match by id and take the other seats; the episode starts once every seat is taken. Messages
@@ -36,9 +36,9 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
+from envfactory.contract.environment import Environment
 from envfactory.contract.tasks import Task
-from envfactory.multiagent.environment import MultiAgentEnvironment
-from envfactory.multiagent.episode import MultiAgentEpisode
+from envfactory.episode.seats import SeatedEpisode, seated
 from envfactory.serving.bodies import decode
 from envfactory.serving.engine import Engine
 from envfactory.serving.errors import BadRequest, Conflict, NotFound, ServingError
@@ -76,12 +76,12 @@ class Seat:
 
 @dataclass(eq=False)
 class Match:
-    """A multi-agent episode and the connections seated at it."""
+    """An episode with seats and the connections seated at it."""
 
     id: str
-    env: MultiAgentEnvironment
+    env: Environment
     task: Task
-    episode: MultiAgentEpisode
+    episode: SeatedEpisode
     seats: dict[str, Seat | None]
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -133,13 +133,7 @@ class Matches:
         self.engine = engine
         self.live: dict[str, Match] = {}
 
-    def env(self, env_id: str) -> MultiAgentEnvironment:
-        env = self.engine.env(env_id)
-        if not isinstance(env, MultiAgentEnvironment):
-            raise BadRequest(f"{env.id} is a {env.kind} world: it has one agent, not seats")
-        return env
-
-    def _task(self, env: MultiAgentEnvironment, data: dict[str, Any]) -> Task:
+    def _task(self, env: Environment, data: dict[str, Any]) -> Task:
         catalog = self.engine.catalog(env.id)
         if isinstance(data.get("task_id"), str):
             ref = catalog.parse_task_id(data["task_id"])
@@ -154,12 +148,15 @@ class Matches:
         return catalog.task(ref)
 
     async def open(self, env_id: str, data: dict[str, Any], seat: Seat) -> Match:
-        env = self.env(env_id)
-        if seat.name not in env.agents:
-            raise BadRequest(f"{env.id} has no seat {seat.name!r}; seats: {', '.join(env.agents)}")
+        env = self.engine.env(env_id)
+        world = seated(env)
+        if world is None:
+            raise BadRequest(f"{env.id} is a {env.kind} world: it has one agent, not seats")
+        if seat.name not in world.seats:
+            raise BadRequest(f"{env.id} has no seat {seat.name!r}; seats: {', '.join(world.seats)}")
         self.engine.store.check_room()
         task = self._task(env, data)
-        episode = env.episode(self.engine.episode_config)
+        episode = world.episode(self.engine.episode_config)
         episode.reset(task)
         sid = self.engine.store.new_id()
         session = Session(id=sid, env=env, episode=episode, task=task, protocol=PROTOCOL)
@@ -168,7 +165,7 @@ class Matches:
         except BaseException:
             episode.close()
             raise
-        match = Match(sid, env, task, episode, dict.fromkeys(env.agents))
+        match = Match(sid, env, task, episode, dict.fromkeys(world.seats))
         match.seats[seat.name] = seat
         self.live[sid] = match
         return match
@@ -280,7 +277,8 @@ class Channel:
             self.matches.leave(self.match, self.seat)
 
 
-def multiagent_router(engine: Engine) -> APIRouter:
+def seats_router(engine: Engine) -> APIRouter:
+    """``/envfactory/multi/{env_id}/ws``: one seat of a world with seats per connection."""
     r = APIRouter(prefix="/envfactory/multi", tags=["envfactory"])
     matches = Matches(engine)
 

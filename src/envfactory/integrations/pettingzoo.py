@@ -1,4 +1,5 @@
-"""Multi-agent worlds behind PettingZoo's agent-environment-cycle (AEC) API.
+"""Worlds with seats behind PettingZoo's agent-environment-cycle (AEC) API (as
+:mod:`envfactory.integrations.gymnasium` puts worlds of one agent behind Gymnasium's).
 
 ``aec_env("connect_four")`` is a :class:`pettingzoo.AECEnv`: its agents are the world's seats,
 ``agent_selection`` is the seat whose turn it is (one at a time, also for simultaneous moves:
@@ -27,9 +28,9 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 
 from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import Environment
 from envfactory.contract.tasks import SPLITS, Split, Task
-from envfactory.multiagent.environment import MultiAgentEnvironment
-from envfactory.multiagent.episode import MultiAgentEpisode
+from envfactory.episode.seats import SeatedEpisode, SeatedWorld, seated
 from envfactory.registry import make
 
 MAX_OBSERVATION = 1 << 15  # bytes
@@ -54,7 +55,7 @@ def decode(observation: np.ndarray) -> str:
 
 
 class EnvfactoryAEC(AECEnv[str, np.ndarray, Any]):  # type: ignore[misc]
-    """One multi-agent world as a PettingZoo AEC environment (see the module docstring)."""
+    """One world with seats as a PettingZoo AEC environment (see the module docstring)."""
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "is_parallelizable": False}  # noqa: RUF012
 
@@ -65,28 +66,30 @@ class EnvfactoryAEC(AECEnv[str, np.ndarray, Any]):  # type: ignore[misc]
         difficulty: int | None = None,
         max_steps: int = 60,
         render_mode: str | None = None,
-        env: MultiAgentEnvironment | None = None,
+        env: Environment | None = None,
     ) -> None:
         super().__init__()
         world = env or make(env_id)
-        if not isinstance(world, MultiAgentEnvironment):
-            raise TypeError(f"{world.id} is a {world.kind} world, not a multi-agent one")
+        with_seats = seated(world)
+        if with_seats is None:
+            raise TypeError(f"{world.id} is a {world.kind} world of one agent, not one with seats")
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; splits are {SPLITS}")
         self.world = world
+        self.seated: SeatedWorld = with_seats
         self.split = split
         self.difficulty = difficulty or world.difficulties[0]
         self.config = EpisodeConfig(max_steps=max_steps)
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "name": f"envfactory_{world.id}_v0"}
-        self.possible_agents = list(world.agents)
+        self.possible_agents = list(with_seats.seats)
         self.observation_spaces = {
-            a: spaces.Box(0, 255, (MAX_OBSERVATION,), dtype=np.uint8) for a in world.agents
+            a: spaces.Box(0, 255, (MAX_OBSERVATION,), dtype=np.uint8) for a in with_seats.seats
         }
         self.action_spaces = {
-            a: spaces.Text(MAX_ACTION, min_length=1, charset=CHARSET) for a in world.agents
+            a: spaces.Text(MAX_ACTION, min_length=1, charset=CHARSET) for a in with_seats.seats
         }
-        self.episode: MultiAgentEpisode | None = None
+        self.episode: SeatedEpisode | None = None
         self.task: Task | None = None
         self.agents: list[str] = []
         self.rewards: dict[str, float] = {}
@@ -122,7 +125,7 @@ class EnvfactoryAEC(AECEnv[str, np.ndarray, Any]):  # type: ignore[misc]
         self.task = self._choose({k: v for k, v in (options or {}).items() if k in known})
         if self.episode is not None:
             self.episode.close()
-        self.episode = self.world.episode(self.config)
+        self.episode = self.seated.episode(self.config)
         self.episode.reset(self.task)
         self.agents = list(self.possible_agents)
         self.rewards = dict.fromkeys(self.agents, 0.0)

@@ -1,4 +1,4 @@
-"""``envfactory check`` for a multi-agent world: does the stronger scripted policy win, and can
+"""``envfactory check`` for a world with seats: does the stronger scripted policy win, and can
 every outcome be confirmed?
 
 Episodes come in pairs on the same task. In a world of rivals (games, negotiation) the strong
@@ -8,8 +8,8 @@ strong policy plays the measured seat (every seat, or the world's ``check_seat``
 episode and the weak one in the other, the rest of the seats fixed. Each pair gives the
 strong side's reward minus the weak side's; ``strong_beats_weak`` holds when the strong side
 wins significantly more pairs than it loses (a one-sided sign test, p < 0.01). Every episode's
-outcome is audited (replayed and checked independently); ``invalid_outcomes`` counts those
-the audit could not confirm, and must be 0.
+outcome is audited by the episode itself (replayed and checked independently: a tampered
+outcome shows); ``invalid_outcomes`` counts those it could not confirm, and must be 0.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from fractions import Fraction
 from statistics import fmean
+from typing import ClassVar
 
 from pydantic import BaseModel
 
-from envfactory.multiagent.environment import MultiAgentEnvironment, SeatPolicy
-from envfactory.multiagent.episode import MultiAgentEpisode
-from envfactory.multiagent.match import play_match
-from envfactory.quality.check import sample_cells
+from envfactory.contract.environment import Environment
+from envfactory.episode.seats import SeatedEpisode, SeatedWorld, SeatPolicy, play_seats
+from envfactory.quality.cells import sample_cells
 from envfactory.tasks.seeds import SPLIT_SHARES
 
 Progress = Callable[[int], None]
@@ -39,9 +39,26 @@ class LevelStats(BaseModel):
     weak_reward_mean: float
 
 
-class MultiAgentCheckReport(BaseModel):
+class SeatCheckReport(BaseModel):
+    SHOWN: ClassVar[tuple[str, ...]] = (
+        "episodes",
+        "weak",
+        "strong",
+        "strong_reward_mean",
+        "weak_reward_mean",
+        "pairs_won",
+        "pairs_lost",
+        "pairs_tied",
+        "p_value",
+        "strong_beats_weak",
+        "invalid_outcomes",
+        "duplicate_tasks",
+        "split_overlap",
+        "seconds",
+    )
+
     env: str
-    kind: str = "multiagent"
+    kind: str
     agents: int
     episodes: int
     tasks: int
@@ -74,14 +91,19 @@ def sign_test(wins: int, losses: int) -> float:
     return min(1.0, float(Fraction(tail, 2**n)))
 
 
-def check(
-    env: MultiAgentEnvironment, n: int = 500, seed: int = 0, progress: Progress | None = None
-) -> MultiAgentCheckReport:
-    """Play about ``n`` episodes (``n // 2`` pairs) of scripted seats; see the module docstring."""
+def seat_check(
+    env: Environment,
+    world: SeatedWorld,
+    n: int = 500,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> SeatCheckReport:
+    """Play about ``n`` episodes (``n // 2`` pairs) of ``world``'s scripted seats (``env``
+    as a :class:`~envfactory.episode.seats.SeatedWorld`); see the module docstring."""
     started = time.perf_counter()
-    weak, strong = env.check_pair
-    measured = [env.check_seat] if env.check_seat else list(env.agents)
-    episode = env.episode()
+    weak, strong = world.check_pair
+    measured = [world.check_seat] if world.check_seat else list(world.seats)
+    episode = world.episode()
     diffs: list[float] = []
     sides: dict[str, list[float]] = defaultdict(list)
     levels: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -94,8 +116,8 @@ def check(
         cells[(difficulty, task.hidden.fingerprint)] += 1
         splits_of[task.hidden.fingerprint].add(split)
         scores = {"strong": 0.0, "weak": 0.0}
-        for lineup in _lineups(env, measured, weak, strong, i):
-            verdict, ep = play_match(env, task, _seats(env, lineup, seed), episode)
+        for lineup in _lineups(world, measured, weak, strong, i):
+            verdict, ep = play_seats(world, task, _seats(world, lineup, seed), episode)
             episodes += 1
             found = ep.audit() if verdict.status != "env_error" else ["the world failed"]
             if found:
@@ -115,9 +137,10 @@ def check(
     p = sign_test(won, lost)
     beats = won > lost and p < ALPHA
     per = len(measured)
-    report = MultiAgentCheckReport(
+    report = SeatCheckReport(
         env=env.id,
-        agents=len(env.agents),
+        kind=env.kind,
+        agents=len(world.seats),
         episodes=episodes,
         tasks=len(diffs),
         weak=weak,
@@ -153,26 +176,26 @@ def check(
 
 
 def _lineups(
-    env: MultiAgentEnvironment, measured: list[str], weak: int, strong: int, i: int
+    world: SeatedWorld, measured: list[str], weak: int, strong: int, i: int
 ) -> list[dict[str, str]]:
     """The two episodes of pair ``i``: seat -> "strong", "weak" or "fixed"."""
-    if not env.symmetric:
-        fixed = {s: "fixed" for s in env.agents if s not in measured}
+    if not world.symmetric:
+        fixed = {s: "fixed" for s in world.seats if s not in measured}
         return [
             {**fixed, **dict.fromkeys(measured, "strong")},
             {**fixed, **dict.fromkeys(measured, "weak")},
         ]
-    a, b = env.agents[i % 2], env.agents[1 - i % 2]
+    a, b = world.seats[i % 2], world.seats[1 - i % 2]
     return [{a: "strong", b: "weak"}, {a: "weak", b: "strong"}]
 
 
-def _seats(env: MultiAgentEnvironment, lineup: dict[str, str], seed: int) -> dict[str, SeatPolicy]:
-    weak, strong = env.check_pair
-    level = {"strong": strong, "weak": weak, "fixed": env.check_fixed}
-    return {s: env.scripted(s, level[side], seed) for s, side in lineup.items()}
+def _seats(world: SeatedWorld, lineup: dict[str, str], seed: int) -> dict[str, SeatPolicy]:
+    weak, strong = world.check_pair
+    level = {"strong": strong, "weak": weak, "fixed": world.check_fixed}
+    return {s: world.scripted(s, level[side], seed) for s, side in lineup.items()}
 
 
-def _reward(ep: MultiAgentEpisode, seat: str) -> float:
+def _reward(ep: SeatedEpisode, seat: str) -> float:
     return float(ep.seat_rewards().get(seat) or 0.0)
 
 

@@ -1,4 +1,4 @@
-"""A seat at a multi-agent match on an envfactory server (``envfactory[serve]``).
+"""A seat at a match of a world with seats on an envfactory server (``envfactory[serve]``).
 
 ``async with SeatClient(url, "connect_four") as me: await me.open("player_0")``, then
 ``await me.play(choose)``: ``choose(observation)`` returns an action whenever the turn comes

@@ -1,4 +1,5 @@
-"""Who plays each seat: a model, a scripted policy, or the same policy as another seat.
+"""Who plays each seat of a world with seats: a model, a scripted policy, or the same policy
+as another seat.
 
 A seat is given as a rollout policy (an :class:`~envfactory.policies.openai.OpenAIPolicy`, or
 any :class:`~envfactory.policies.base.RolloutPolicy`) or as text:
@@ -20,7 +21,7 @@ from typing import Any
 
 from envfactory.contract.actions import ToolCall
 from envfactory.contract.tasks import Task
-from envfactory.multiagent.environment import MultiAgentEnvironment, SeatPolicy
+from envfactory.episode.seats import SeatedWorld, SeatPolicy
 from envfactory.policies.base import EpisodeContext, PolicyReply, PolicyRequest, RolloutPolicy
 from envfactory.policies.wrap import assistant_message
 from envfactory.trajectory.record import ModelInfo
@@ -30,7 +31,7 @@ SeatSpec = str | RolloutPolicy
 
 @dataclass(slots=True)
 class SeatContext(EpisodeContext):
-    """An episode context for one seat of a multi-agent episode."""
+    """An episode context for one seat of an episode with seats."""
 
     seat: str = ""
 
@@ -53,16 +54,16 @@ class ScriptedSeatSession:
         )
 
     def replay(self, observations: list[Any]) -> None:
-        """Multi-agent episodes are not resumed mid-way: nothing to catch up."""
+        """Episodes with seats are not resumed mid-way: nothing to catch up."""
 
 
 class ScriptedSeatPolicy:
-    """The scripted policy of level ``strength`` of a multi-agent world, as a rollout policy
+    """The scripted policy of level ``strength`` of a world with seats, as a rollout policy
     (a fresh instance per seat and episode)."""
 
     local = True
 
-    def __init__(self, env: MultiAgentEnvironment, strength: int, seed: int = 0) -> None:
+    def __init__(self, env: SeatedWorld, strength: int, seed: int = 0) -> None:
         if strength not in env.strengths:
             raise ValueError(f"{env.id}: scripted levels are {env.strengths}, not {strength}")
         self.env = env
@@ -100,15 +101,14 @@ class Seating:
             if isinstance(spec, str):
                 _parse(seat, spec)  # fail now on a bad spec
 
-    def resolve(self, env: MultiAgentEnvironment, task: Task) -> dict[str, RolloutPolicy]:
+    def resolve(self, env: SeatedWorld, task: Task) -> dict[str, RolloutPolicy]:
         """The policy of each seat of ``task``."""
-        unknown = sorted(set(self.seats) - set(env.agents))
+        unknown = sorted(set(self.seats) - set(env.seats))
         if unknown:
-            raise ValueError(f"{env.id} has no seat {unknown[0]!r}; seats: {', '.join(env.agents)}")
+            raise ValueError(f"{env.id} has no seat {unknown[0]!r}; seats: {', '.join(env.seats)}")
         default = env.default_seats(task)
         specs: dict[str, SeatSpec] = {
-            s: self.seats.get(s, "learner" if default[s] is None else "scripted")
-            for s in env.agents
+            s: self.seats.get(s, "learner" if default[s] is None else "scripted") for s in env.seats
         }
         out: dict[str, RolloutPolicy] = {}
         for seat, spec in specs.items():
@@ -131,7 +131,7 @@ class Seating:
                 out[seat] = out[target]
         return out
 
-    def scripted(self, env: MultiAgentEnvironment, level: int) -> ScriptedSeatPolicy:
+    def scripted(self, env: SeatedWorld, level: int) -> ScriptedSeatPolicy:
         key = (env.id, level)
         if key not in self._scripted:
             self._scripted[key] = ScriptedSeatPolicy(env, level, self.seed)
@@ -160,3 +160,15 @@ def _parse(seat: str, spec: str) -> tuple[str, str]:
     raise ValueError(
         f"seat {seat}: {spec!r} is not learner, scripted, scripted:<level> or same:<other seat>"
     )
+
+
+def seat_specs(pairs: list[str]) -> dict[str, str]:
+    """``SEAT=WHO`` pairs (as ``--seat`` gives them) as a seat -> spec mapping, each checked."""
+    specs: dict[str, str] = {}
+    for text in pairs:
+        seat, sep, who = (part.strip() for part in text.partition("="))
+        if not sep or not seat or not who:
+            raise ValueError(f"{text!r} is not SEAT=WHO")
+        _parse(seat, who)
+        specs[seat] = who
+    return specs
