@@ -96,13 +96,11 @@ def scripted_seats(name: str, env_ids: list[str]) -> ScriptedSeatPolicy:
 
 def choose_worlds(envs: str, policy: str) -> list[str]:
     """The worlds of the run: those named, or every world the policy plays (a scripted agent:
-    the worlds of one agent; scripted:N: the worlds with seats; a model: every world)."""
+    the worlds of one agent; a model: every world)."""
     if named := world_ids(_csv(envs)):
         return named
     if policy in SCRIPTED:
         return [e for e in list_envs() if not make(e).seats]
-    if policy.startswith("scripted:"):
-        return [e for e in list_envs() if make(e).seats]
     return list_envs()
 
 
@@ -134,7 +132,10 @@ def rollout(
     oversample: int = typer.Option(0, "--oversample", min=0, help="Extra episodes per group."),
     concurrency: int = typer.Option(64, "--concurrency", min=1, help="Live episodes at once."),
     policy: str = typer.Option(
-        "oracle", "--policy", help="local (the embedded model), openai, or a scripted policy."
+        "oracle",
+        "--policy",
+        help="local (the embedded model), openai, a scripted policy, or scripted:N (the "
+        "scripted seats of level N of a world with seats).",
     ),
     base_url: str = typer.Option("http://127.0.0.1:8000/v1", "--base-url"),
     model: str = typer.Option(
@@ -196,7 +197,7 @@ def rollout(
     ),
     seat: list[str] = typer.Option([], "--seat", help=SEAT_HELP),
     worlds: list[str] | None = typer.Argument(
-        None, metavar="[ENV]...", help="Worlds to run, as --envs (both may be given)."
+        None, metavar="ENV", help="Worlds to run, as --envs (both may be given)."
     ),
 ) -> None:
     """Run groups of episodes through the async engine and record every trajectory (a world
