@@ -8,8 +8,8 @@ import json
 import subprocess
 import sys
 
-from envfactory.serving import wsload
-from envfactory.serving.bench import ECHO_CALL, _free_port, _server
+from envfactory.bench import wsload
+from envfactory.bench.serve import ECHO_CALL, _free_port, _server
 
 
 def test_a_pool_spreads_connections_over_processes_and_merges_their_tallies() -> None:

@@ -449,7 +449,7 @@ def _or_dash(value: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m envfactory.bench.calibration CELLS.jsonl [--plot PNG] [--page PAGE]``: the
-    table of a calibration file (as ``bench --calibration --out`` appends it) in Markdown,
+    table of a calibration file (as ``bench calibration --out`` appends it) in Markdown,
     and its heat map; with ``--page``, the generated section of that Markdown page rewritten
     (:mod:`envfactory.bench.calibration_page`), its heat map in the page's ``images/``."""
     import argparse

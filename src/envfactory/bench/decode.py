@@ -33,6 +33,17 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 
+def unavailable() -> str | None:
+    """Why the embedded model cannot be decoded here (its package is missing), or None."""
+    from envfactory.integrations.embedded import ModelNotFound, embedded_path
+
+    try:
+        embedded_path()
+    except ModelNotFound as exc:
+        return str(exc)
+    return None
+
+
 class DecodeBench(BaseModel):
     model: str
     batch: int

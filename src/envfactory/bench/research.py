@@ -1,4 +1,4 @@
-"""Research worlds' costs: ``python -m envfactory.bench.research --json``.
+"""Research worlds' costs: ``envfactory bench research``.
 
 Per world (research-wiki, research-pydocs): the medians of reset, each tool step of the gold
 plans (search, open, find) and evaluate (the verdict), in microseconds, over tasks of every
@@ -9,7 +9,6 @@ aliases (what gold plans search for), a tenth phrased as questions; p50 / p95 in
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import sys
@@ -142,23 +141,3 @@ def bench_research(
         worlds=[bench_world(e, episodes) for e in envs],
         search=[search_latency(s, queries) for s in sizes],
     )
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.add_argument("--envs", nargs="*", default=list(ENVS))
-    parser.add_argument("--episodes", type=int, default=200)
-    parser.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
-    parser.add_argument("--queries", type=int, default=QUERIES)
-    args = parser.parse_args(argv)
-    report = bench_research(args.envs, args.episodes, args.sizes, args.queries)
-    if args.json:
-        print(report.model_dump_json(indent=2))
-    else:
-        for row in [*report.worlds, *report.search]:
-            print(row)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""``envfactory bench --rollout``: the rollout engine's capacity, throughput and loop lag.
+"""``envfactory bench rollout``: the rollout engine's capacity, throughput and loop lag.
 
 An instant in-process policy (the oracle) drives the engine, so every number is the engine's
 and the world's own cost, never a model's. Two runs per executor: *capacity* holds ``live``

@@ -1,4 +1,4 @@
-"""``envfactory bench --sandbox``: what the terminal worlds' sandbox costs, as medians.
+"""``envfactory bench sandbox``: what the terminal worlds' sandbox costs, as medians.
 
 In one run: a plain subprocess start (``/bin/true``) beside a sandbox start (``true`` in a
 fresh bubblewrap sandbox, limits and all), then 1,000 sandboxed episodes started and torn

@@ -1,4 +1,5 @@
-"""What web worlds cost: reset, one browser action, and how many episodes run at once.
+"""What web worlds cost: reset, one browser action, and how many episodes run at once
+(``envfactory bench web``).
 
 ``bench_web`` runs the scripted oracle (acting only through the browser) on tasks of one web
 world: the reset (the database snapshot, a fresh session, the tab cleared and sent to the
@@ -13,7 +14,6 @@ the clock runs (the pool keeps them).
 
 from __future__ import annotations
 
-import argparse
 import os
 import threading
 import time
@@ -188,18 +188,3 @@ def bench_web(
         cpus=os.cpu_count() or 1,
         load_average=os.getloadavg(),
     )
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--env", default="web-retail")
-    parser.add_argument("--episodes", type=int, default=20)
-    parser.add_argument("--held", type=int, nargs="*", default=[1, 2, 4, 8])
-    parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args(argv)
-    result = bench_web(args.env, args.episodes, tuple(args.held), args.rounds)
-    print(result.model_dump_json(indent=2))
-
-
-if __name__ == "__main__":
-    main()

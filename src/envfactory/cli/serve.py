@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from envfactory.cli.common import err_console, fail, print_json, require_safe_bind, world_ids
+from envfactory.cli.common import err_console, fail, require_safe_bind, world_ids
 
 SERVE_EXTRA = "serving needs the 'serve' extra: pip install 'envfactory[serve]'"
 
@@ -80,23 +80,10 @@ def bench_serve(
     ),
     json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """Load a server on loopback: live sessions, latency under load, throughput vs OpenEnv."""
-    try:
-        from envfactory.serving.bench import BenchSettings, run_bench
-    except ImportError:
-        raise fail(SERVE_EXTRA) from None
-    settings = BenchSettings(
-        env_id=env_id,
-        sessions=sessions,
-        concurrent=concurrent,
-        seconds=seconds,
-        think_ms=think_ms,
-        peer=peer,
-        client_procs=client_procs,
-    )
-    result = run_bench(settings)
-    if json:
-        print_json(result)
-        return
-    for key, value in result.items():
-        err_console.print(f"{key:>24}: {value}")
+    """Load a server on loopback: live sessions, latency under load, throughput vs OpenEnv
+    (= `envfactory bench serve`)."""
+    from envfactory.cli.bench import show
+
+    settings = dict(env_id=env_id, sessions=sessions, concurrent=concurrent, seconds=seconds,
+                    think_ms=think_ms, peer=peer, client_procs=client_procs)  # fmt: skip
+    show("serve", settings, json)

@@ -51,7 +51,7 @@ PREFIX_MIN = 64  # a shared system prompt shorter than this is read again with e
 PREFIXES_KEPT = 4  # system prompts whose keys and values are kept (a few worlds at once)
 # Calls generated together at most. A decoding step on the CPU costs mostly the reading of the
 # weights, whatever the rows: a calibration cell's ten episodes in batches of 8 and 2 cost
-# 1.2 to 1.3 times one batch of 10 (``envfactory bench --decode``).
+# 1.2 to 1.3 times one batch of 10 (``envfactory bench decode``).
 MAX_BATCH = 16
 # Rows x (tokens read) x (tokens attended) in one batch: reading the prompts materialises
 # attention weights (or a mask) of that many entries per head, so a batch that reads long

@@ -1,4 +1,5 @@
-"""A trivial world for ``bench-serve``: one ``echo`` tool and no state, through our contracts.
+"""A trivial world for ``envfactory bench serve``: one ``echo`` tool and no state, through
+our contracts.
 
 It measures what serving costs on its own, against OpenEnv's server hosting the same echo
 (``bench_peer``). ``python -m envfactory.serving.bench_echo --port P ...`` serves it next to

@@ -1,4 +1,5 @@
-"""The peer of ``bench-serve``: OpenEnv's own server hosting a trivial tool-call environment.
+"""The peer of ``envfactory bench serve``: OpenEnv's own server hosting a trivial tool-call
+environment.
 
 It accepts the same WebSocket messages as our ``/openenv/{env}/ws`` channel (a reset, then
 ``{"type": "tool_call", "tool", "arguments"}`` steps) and answers each step by echoing the call,

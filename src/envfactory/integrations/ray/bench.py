@@ -1,4 +1,4 @@
-"""``envfactory bench --ray``: episodes per second through a Ray pool of 1 vs 2 workers.
+"""``envfactory bench ray``: episodes per second through a Ray pool of 1 vs 2 workers.
 
 Scripted oracle episodes on a local cluster (one CPU per worker): the environment work, the
 engine, and shipping every record back to the driver are all in the measure."""

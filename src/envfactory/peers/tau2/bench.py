@@ -1,4 +1,4 @@
-"""``envfactory bench --tau2``: envfactory's engine against tau2-bench's approach, on tau2's
+"""``envfactory bench tau2``: envfactory's engine against tau2-bench's approach, on tau2's
 retail data, in one run.
 
 For each task, both sides replay the gold actions as an agent would and are judged:

@@ -1,4 +1,5 @@
-"""``envfactory bench-serve``: a server under load on loopback, and OpenEnv's under the same load.
+"""``envfactory bench serve`` (or ``bench-serve``): a server under load on loopback, and
+OpenEnv's under the same load.
 
 1. **Live sessions**: open ``sessions`` episodes of the world through the Open Reward Standard
    routes (``/create_session`` + ``/create``) and hold them; report the server's memory.
@@ -7,10 +8,11 @@
    would), and call again, for ``seconds``; report p50 and p99 of the round trip.
 3. **Throughput**: the same connections call back to back (closed loop) for ``seconds``.
 
-Phases 2 and 3 then run on the same server with a trivial ``echo`` world (``bench_echo``), and
-with identical traffic against OpenEnv's own server hosting the same echo (``bench_peer``):
-``ratio`` compares the two echo throughputs, serving stack against serving stack. Servers run
-as subprocesses pinned to one core; the load comes from a lean WebSocket client
+Phases 2 and 3 then run on the same server with a trivial ``echo`` world
+(:mod:`envfactory.serving.bench_echo`), and with identical traffic against OpenEnv's own
+server hosting the same echo (:mod:`envfactory.serving.bench_peer`): ``ratio`` compares the
+two echo throughputs, serving stack against serving stack. Servers run as subprocesses
+(``python -m``) pinned to one core; the load comes from a lean WebSocket client
 (:mod:`.wsload`) in ``client_procs`` processes (default: the CPU count) on the other cores
 (the last core on a two-core machine), so the client's share of one core does not cap what
 is measured. ``client_procs`` 1 drives the load from this process.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import json
 import os
 import resource
@@ -35,8 +38,8 @@ from typing import Any
 import httpx
 from rich.progress import Progress
 
+from envfactory.bench import wsload
 from envfactory.registry import make
-from envfactory.serving import wsload
 
 
 @dataclass(frozen=True)
@@ -250,8 +253,26 @@ def _summary(prefix: str, phases: tuple[Load, Load, float]) -> dict[str, Any]:
     }
 
 
+def bench_serve(**settings: Any) -> dict[str, Any]:
+    """:func:`run_bench` with :class:`BenchSettings` given as keywords (the section's run)."""
+    return run_bench(BenchSettings(**settings))
+
+
+bench_serve.__signature__ = inspect.signature(BenchSettings)  # type: ignore[attr-defined]
+
+
 def run_bench(s: BenchSettings) -> dict[str, Any]:
-    """Run every phase and return the JSON record."""
+    """Run every phase and return the JSON record. This process runs on the client's core
+    meanwhile, and on its own cores again afterwards."""
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_setaffinity") else None
+    try:
+        return _run(s)
+    finally:
+        if cores is not None:
+            os.sched_setaffinity(0, cores)
+
+
+def _run(s: BenchSettings) -> dict[str, Any]:
     _raise_fd_limit()
     _pin(CLIENT_CPU)
     with contextlib.suppress(ImportError):

@@ -1,4 +1,4 @@
-"""Benchmark of the multi-agent worlds: ``python -m envfactory.multiagent.bench`` prints JSON.
+"""Benchmark of the multi-agent worlds: ``envfactory bench multiagent`` prints JSON.
 
 Per world: in-process episodes of the strongest scripted seats (``step_us_p50``: one action,
 ``observe_us_p50``: one seat's view, ``episodes_per_s`` with the scripted policies' own
@@ -9,10 +9,9 @@ and records built). Task synthesis is left out of both.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import time
+from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
@@ -72,19 +71,13 @@ def bench_world(env: MultiAgentEnvironment, episodes: int) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--episodes", type=int, default=100)
-    parser.add_argument("envs", nargs="*", help="multi-agent worlds (default: all)")
-    args = parser.parse_args(argv)
-    ids = args.envs or [e for e in list_envs() if make(e).kind == "multiagent"]
+def bench_multiagent(envs: Sequence[str] = (), episodes: int = 100) -> list[dict[str, Any]]:
+    """:func:`bench_world` for each world of ``envs`` (default: every world with seats)."""
+    ids = list(envs) or [e for e in list_envs() if make(e).seats]
     rows = []
     for env_id in ids:
         env = make(env_id)
-        assert isinstance(env, MultiAgentEnvironment), f"{env_id} is not a multi-agent world"
-        rows.append(bench_world(env, args.episodes))
-    print(json.dumps(rows, indent=1))
-
-
-if __name__ == "__main__":
-    main()
+        if not isinstance(env, MultiAgentEnvironment):
+            raise ValueError(f"{env_id} is not a multi-agent world")
+        rows.append(bench_world(env, episodes))
+    return rows
