@@ -8,8 +8,8 @@ import pytest
 from mutants import mutant
 
 import envfactory
+from envfactory.db import tasks as synth
 from envfactory.quality.search.priors import PriorGuess, pool, prior_searches
-from envfactory.tasks import synth
 from envfactory.tasks.answer_balance import answers_by_template
 from envfactory.verify.answers import comparable
 
