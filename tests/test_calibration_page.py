@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from envfactory.bench.calibration import CalibrationCell, calibrate, main, store_cells
-from envfactory.bench.calibration_page import BEGIN, END, PageError, remaining, section
+from envfactory.bench.calibration import CalibrationCell, calibrate, store_cells
+from envfactory.bench.calibration_page import BEGIN, END, PageError, main, remaining, section
 from envfactory.policies.base import EpisodeContext, PolicyReply, PolicyRequest
 from envfactory.trajectory.record import ModelInfo
 

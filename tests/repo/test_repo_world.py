@@ -14,11 +14,12 @@ from envfactory.policies.scripted import NoOp, Oracle
 from envfactory.quality.play import play
 from envfactory.repo import projects
 from envfactory.repo.confine import collateral
-from envfactory.repo.environment import RepoEnvironment, RepoHidden
+from envfactory.repo.environment import RepoEnvironment
 from envfactory.repo.exploits import RepoTrick, repo_exploits
 from envfactory.repo.gate import tamper_names
 from envfactory.repo.mutate import candidates, check_valid
 from envfactory.repo.runner import store
+from envfactory.repo.tasks import RepoHidden
 from envfactory.repo.verify import shipped_path, verify
 
 WHY = projects.unavailable_reason()

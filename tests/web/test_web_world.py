@@ -27,11 +27,12 @@ from envfactory.serving.config import ServeConfig
 from envfactory.serving.engine import Engine
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS
-from envfactory.web.environment import WebEnvironment, WebHidden
+from envfactory.web.environment import WebEnvironment
 from envfactory.web.episode import WebEpisode
 from envfactory.web.guide import walkthrough
 from envfactory.web.policies import RandomClicker
 from envfactory.web.site import site
+from envfactory.web.tasks import WebHidden, domain_task
 
 needs_browser = pytest.mark.skipif(
     browser.available() is not None, reason=f"no browser: {browser.available()}"
@@ -185,7 +186,7 @@ def test_domain_errors_are_page_feedback_with_the_domains_message(
     task = env.task("train", 1, 0)
     episode.reset(task)
     db = domain.episode()
-    db.reset(env.domain_task(task))
+    db.reset(domain_task(task))
     args = {"order_id": "ORD-99999", "reason": "ordered_by_mistake"}
     expected = db.step(ToolCall(tool="cancel_order", arguments=args))
     db.close()

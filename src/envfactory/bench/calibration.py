@@ -445,30 +445,3 @@ def markdown_table(cells: Sequence[CalibrationCell]) -> str:
 
 def _or_dash(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m envfactory.bench.calibration CELLS.jsonl [--plot PNG] [--page PAGE]``: the
-    table of a calibration file (as ``bench calibration --out`` appends it) in Markdown,
-    and its heat map; with ``--page``, the generated section of that Markdown page rewritten
-    (:mod:`envfactory.bench.calibration_page`), its heat map in the page's ``images/``."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("cells", type=Path)
-    parser.add_argument("--plot")
-    parser.add_argument("--page", type=Path)
-    args = parser.parse_args(argv)
-    if args.page is not None:
-        from envfactory.bench.calibration_page import render_page
-
-        render_page(args.cells, args.page, Path(args.plot) if args.plot else None)
-        return
-    cells = load_cells(args.cells)
-    if args.plot:
-        plot_calibration(cells, args.plot)
-    print(markdown_table(cells))
-
-
-if __name__ == "__main__":
-    main()

@@ -4,12 +4,13 @@ From the cells kept in a calibration file: how many of the cells there are to me
 single-agent world at every difficulty) are measured within reach, success by difficulty (web
 worlds apart), what remains to measure, the heat map and the table. It is written between two
 markers of a Markdown page, so the prose around it stays hand-written and the numbers always
-come from the file: ``python -m envfactory.bench.calibration CELLS --page PAGE``
+come from the file: ``python -m envfactory.bench.calibration_page CELLS --page PAGE``
 (:func:`render_page`).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -122,3 +123,26 @@ def render_page(data: Path, page: Path, image: Path | None = None) -> None:
     plot_calibration(cells, str(image))
     text = section(cells, expected_cells(), os.path.relpath(image, page.parent))
     page.write_text(doc[: start + len(BEGIN)] + "\n\n" + text + "\n\n" + doc[end:])
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m envfactory.bench.calibration_page CELLS.jsonl [--plot PNG] [--page PAGE]``:
+    the table of a calibration file (as ``bench calibration --out`` appends it) in Markdown,
+    and its heat map; with ``--page``, the generated section of that Markdown page rewritten,
+    its heat map in the page's ``images/``."""
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("cells", type=Path)
+    parser.add_argument("--plot")
+    parser.add_argument("--page", type=Path)
+    args = parser.parse_args(argv)
+    if args.page is not None:
+        render_page(args.cells, args.page, Path(args.plot) if args.plot else None)
+        return
+    cells = load_cells(args.cells)
+    if args.plot:
+        plot_calibration(cells, args.plot)
+    print(markdown_table(cells))
+
+
+if __name__ == "__main__":
+    main()

@@ -20,7 +20,8 @@ from pydantic import BaseModel
 from envfactory.contract.actions import ToolCall
 from envfactory.quality.stats import wilson
 from envfactory.registry import make
-from envfactory.repo.environment import RepoEnvironment, RepoHidden
+from envfactory.repo.environment import RepoEnvironment
+from envfactory.repo.tasks import RepoHidden
 
 
 class LevelSupply(BaseModel):

@@ -21,15 +21,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.errors import SynthesisError
-from envfactory.contract.tasks import HiddenTask, PlanStep, PublicTask, Split, Task
+from envfactory.contract.tasks import PlanStep, PublicTask, Split, Task
 from envfactory.repo import projects
 from envfactory.repo.mutate import Mutation, candidates
 from envfactory.repo.projects import PROJECTS, Project
+from envfactory.repo.tasks import Bug, RepoHidden, source_hash
 from envfactory.repo.tools import TOOLS, schemas
 from envfactory.repo.verify import baseline, verify
 from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash
@@ -48,25 +47,6 @@ RULES = [
 ]
 BATCH = 12
 MAX_SCAN = 4000
-
-
-class Bug(BaseModel):
-    """One injected mutation and the tests it makes fail (with their messages)."""
-
-    file: str
-    op: str
-    line: int
-    old: str  # the gold edit: ``old`` (unique in the file as the task starts) becomes ``new``
-    new: str
-    failing: dict[str, str]
-    qualname: str = ""  # the outermost function holding it ("" outside functions)
-
-
-class RepoHidden(HiddenTask):
-    project: str
-    mutations: list[dict[str, Any]]
-    bugs: list[Bug]
-    shape: list[str] = Field(default_factory=list)
 
 
 @dataclass
@@ -452,18 +432,6 @@ class RepoEnvironment(Environment):
 def key_of_group(group: list[tuple[Project, Mutation]]) -> str:
     """A bug set's identity: its project and mutations."""
     return group[0][0].key + "|" + "+".join(sorted(m.id for _, m in group))
-
-
-def source_hash(p: Project, changed: dict[str, bytes]) -> str:
-    """The hash of the project's source files, pristine but for ``changed``."""
-    root = projects.tree_path(p)
-    h = hashlib.blake2b(digest_size=16)
-    for rel in projects.source_files(p):
-        data = changed.get(rel)
-        if data is None:
-            data = (root / rel).read_bytes()
-        h.update(f"{rel}\0{hashlib.sha256(data).hexdigest()}\n".encode())
-    return h.hexdigest()
 
 
 def _unique_line(path: Any, m: Mutation) -> bool:

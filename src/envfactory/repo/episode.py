@@ -17,7 +17,7 @@ outside small safe sets, or any change to a scope that uses ``getattr``, ``sys``
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from envfactory.contract.actions import Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
@@ -29,16 +29,24 @@ from envfactory.contract.verdict import RubricItem, Verdict, combine
 from envfactory.repo import projects
 from envfactory.repo.confine import collateral
 from envfactory.repo.gate import tamper_names
+from envfactory.repo.projects import Project
 from envfactory.repo.runner import DriverFailed, agent_env, binds, drive, layout, store
+from envfactory.repo.tasks import RepoHidden, source_hash
 from envfactory.repo.tools import TOOLS
 from envfactory.repo.verify import baseline
 from envfactory.terminal import fs
-from envfactory.terminal.episode import TerminalEpisode, _fault, gate
+from envfactory.terminal.episode import TerminalEpisode, TerminalSetting, _fault, gate
 from envfactory.terminal.sandbox import Sandbox, SandboxError, SandboxUnavailable
 from envfactory.tools.params import validate
 
-if TYPE_CHECKING:
-    from envfactory.repo.environment import RepoEnvironment
+
+class RepoSetting(TerminalSetting, Protocol):
+    """What a repository episode reads from its world (a ``RepoEnvironment``)."""
+
+    run_cache: dict[str, tuple[set[str], str]]
+
+    def project(self, key: str) -> Project: ...
+
 
 MAX_SOURCE = 4 << 20
 
@@ -46,14 +54,12 @@ MAX_SOURCE = 4 << 20
 class RepoEpisode(TerminalEpisode):
     """One live episode over a project tree with the task's bugs in it."""
 
-    def __init__(self, env: RepoEnvironment, config: EpisodeConfig | None = None) -> None:
-        super().__init__(env, config)  # type: ignore[arg-type]
+    def __init__(self, env: RepoSetting, config: EpisodeConfig | None = None) -> None:
+        super().__init__(env, config)
         self.repo = env
         self._verdicts: dict[str, tuple[set[str], int]] = {}
 
     def reset(self, task: Task) -> Observation:
-        from envfactory.repo.environment import RepoHidden
-
         hidden = task.hidden
         if task.public.env_id != self.env.id or not isinstance(hidden, RepoHidden):
             raise EpisodeError(f"task {task.task_id} does not belong to {self.env.id}")
@@ -74,8 +80,6 @@ class RepoEpisode(TerminalEpisode):
         )
 
     def _initial(self) -> dict[str, bytes]:
-        from envfactory.repo.environment import RepoHidden
-
         assert self.task is not None and isinstance(self.task.hidden, RepoHidden)
         hidden = self.task.hidden
         s = store(self.repo.project(hidden.project))
@@ -117,8 +121,6 @@ class RepoEpisode(TerminalEpisode):
 
     def _sources(self) -> dict[str, bytes]:
         assert self.sandbox is not None and self.task is not None
-        from envfactory.repo.environment import RepoHidden
-
         assert isinstance(self.task.hidden, RepoHidden)
         s = store(self.repo.project(self.task.hidden.project))
         out = {}
@@ -131,8 +133,6 @@ class RepoEpisode(TerminalEpisode):
         return out
 
     def state_hash(self) -> str:
-        from envfactory.repo.environment import RepoHidden, source_hash
-
         if self.sandbox is None or self.task is None:
             return ""
         assert isinstance(self.task.hidden, RepoHidden)
@@ -140,8 +140,6 @@ class RepoEpisode(TerminalEpisode):
 
     def evaluate(self) -> Verdict:
         """Run the pristine tests against the agent's source files as they are now."""
-        from envfactory.repo.environment import RepoHidden, source_hash
-
         early = self._unjudgeable()
         if early is not None:
             return early
@@ -212,8 +210,6 @@ class RepoEpisode(TerminalEpisode):
     ) -> tuple[set[str], str]:
         """The tests (of the test modules that run a changed file, and the task's failing
         ones) that do not pass; cached per source state."""
-        from envfactory.repo.environment import source_hash
-
         state = source_hash(p, current)
         cached = self.repo.run_cache.get(state)
         base = baseline(p)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
@@ -18,8 +18,16 @@ from envfactory.research.tools import MAX_FOUND, TOOLS
 from envfactory.tasks.seeds import stable_hash
 from envfactory.tools.params import validate
 
-if TYPE_CHECKING:
-    from envfactory.research.world import ResearchWorld
+
+class ResearchSetting(Protocol):
+    """What a research episode reads from its world (a ``ResearchWorld``)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def corpus(self) -> Library: ...
+
 
 NOTHING_TO_ADD = "I have nothing to add. Please commit your answer with the answer tool."
 RECORDED = "Your answer is recorded. The episode is over."
@@ -28,7 +36,7 @@ RECORDED = "Your answer is recorded. The episode is over."
 class ResearchEpisode(ToolEpisode):
     """One live episode; the corpus and its index are shared and never written."""
 
-    def __init__(self, env: ResearchWorld, config: EpisodeConfig | None = None) -> None:
+    def __init__(self, env: ResearchSetting, config: EpisodeConfig | None = None) -> None:
         self.env = env
         self.config = config or EpisodeConfig()
         self.task: Task | None = None

@@ -46,7 +46,7 @@ def _curriculum(engine: Engine, config: ServeConfig) -> APIRouter | None:
     if not config.curriculum:
         return None
     from envfactory.curriculum import Curriculum
-    from envfactory.curriculum.routes import curriculum_router
+    from envfactory.serving.curriculum import curriculum_router
 
     return curriculum_router(engine, Curriculum(config.curriculum))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
@@ -16,6 +16,7 @@ from envfactory.terminal import fs
 from envfactory.terminal.checks import rubric
 from envfactory.terminal.family import TerminalHidden
 from envfactory.terminal.sandbox import (
+    Limits,
     RunResult,
     Sandbox,
     SandboxError,
@@ -24,8 +25,13 @@ from envfactory.terminal.sandbox import (
 from envfactory.terminal.tools import READ_LIMIT, TOOLS
 from envfactory.tools.params import validate
 
-if TYPE_CHECKING:
-    from envfactory.terminal.environment import TerminalEnvironment
+
+class TerminalSetting(Protocol):
+    """What a terminal episode reads from its world (a ``TerminalEnvironment``)."""
+
+    id: str
+    limits: Limits
+
 
 NOTHING_TO_ADD = "I have nothing to add. Please go ahead with my request."
 
@@ -33,7 +39,7 @@ NOTHING_TO_ADD = "I have nothing to add. Please go ahead with my request."
 class TerminalEpisode(ToolEpisode):
     """One live episode over its own sandboxed working directory."""
 
-    def __init__(self, env: TerminalEnvironment, config: EpisodeConfig | None = None) -> None:
+    def __init__(self, env: TerminalSetting, config: EpisodeConfig | None = None) -> None:
         self.env = env
         self.config = config or EpisodeConfig()
         self.sandbox: Sandbox | None = None

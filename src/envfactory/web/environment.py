@@ -10,31 +10,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
-
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.policy import Policy
-from envfactory.contract.tasks import Ask, HiddenTask, PlanStep, PublicTask, Split, Task
+from envfactory.contract.tasks import Ask, HiddenTask, PlanStep, Split, Task
 from envfactory.db.environment import DatabaseEnvironment
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS, schemas
 from envfactory.web.guide import GUIDED, walkthrough
+from envfactory.web.tasks import WebHidden
 from envfactory.world.world import World
 
 MAX_CLUTTER = 4
-
-
-class WebHidden(HiddenTask):
-    """The hidden half of a web task: the browser gold plan, and the domain's own task."""
-
-    domain: HiddenTask
-    domain_public: PublicTask
-    clutter: int = Field(0, description="0-4: banner, look-alike buttons, pop-up, short pages")
-    owner: list[int] = Field(
-        default_factory=list, description="per browser step, its domain step (-1: the pop-up)"
-    )
-    guided: bool = Field(False, description="the starter level's tour (envfactory.web.guide)")
 
 
 class WebEnvironment(Environment):
@@ -55,10 +42,6 @@ class WebEnvironment(Environment):
     def available(self) -> str | None:
         why = browser.available()
         return f"web worlds need a browser: {why}" if why else None
-
-    def clutter_of(self, task: Task) -> int:
-        hidden = task.hidden
-        return hidden.clutter if isinstance(hidden, WebHidden) else 0
 
     def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
         base = self.domain.task(split, difficulty, index)
@@ -93,15 +76,6 @@ class WebEnvironment(Environment):
             guided=guided,
         )
         return Task(public=public, hidden=hidden, initial_hash=base.initial_hash)
-
-    def domain_task(self, task: Task) -> Task:
-        """The domain's own task behind a web task."""
-        hidden = task.hidden
-        if not isinstance(hidden, WebHidden):
-            return task
-        return Task(
-            public=hidden.domain_public, hidden=hidden.domain, initial_hash=task.initial_hash
-        )
 
     def capacity(self, split: Split, difficulty: int) -> int | None:
         return self.domain.capacity(split, difficulty)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urljoin, urlsplit
 
 from envfactory.contract.actions import Message, Observation, ToolCall
@@ -18,19 +18,26 @@ from envfactory.contract.errors import EpisodeError
 from envfactory.contract.results import ToolError, ToolFailure
 from envfactory.contract.tasks import Task
 from envfactory.contract.verdict import Verdict
+from envfactory.db.environment import DatabaseEnvironment
 from envfactory.tools.params import validate
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS, BID_PATTERN, key_names
-from envfactory.web.environment import WebHidden
 from envfactory.web.guide import follows, next_hint
 from envfactory.web.site import Session, site
+from envfactory.web.tasks import WebHidden, clutter_of, domain_task
 from envfactory.world.state import RowChange
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver
     from selenium.webdriver.remote.webelement import WebElement
 
-    from envfactory.web.environment import WebEnvironment
+
+class WebSetting(Protocol):
+    """What a web episode reads from its world (a ``WebEnvironment``)."""
+
+    id: str
+    domain: DatabaseEnvironment
+
 
 # A gold plan takes about four browser actions per tool call (open the page, fill, submit), so
 # a web episode allows ACTIONS_PER_STEP browser actions per step of the configured limit: the
@@ -75,7 +82,7 @@ class WebEpisode(ToolEpisode):
     """One live episode: its own database state, site session and browser tab."""
 
     def __init__(
-        self, env: WebEnvironment, config: EpisodeConfig | None = None, screenshot: bool = False
+        self, env: WebSetting, config: EpisodeConfig | None = None, screenshot: bool = False
     ) -> None:
         self.env = env
         given = config or EpisodeConfig()
@@ -103,11 +110,11 @@ class WebEpisode(ToolEpisode):
         """The task's initial database (a snapshot) and a fresh browser tab on the site."""
         if task.public.env_id != self.env.id:
             raise EpisodeError(f"task {task.task_id} belongs to {task.public.env_id}")
-        self.inner.reset(self.env.domain_task(task))
+        self.inner.reset(domain_task(task))
         home = site()
         if self.session is not None:
             home.close(self.session)
-        self.session = home.open(self.inner, self.env.clutter_of(task))
+        self.session = home.open(self.inner, clutter_of(task))
         if self.tab is not None and self.tab.browser.broken:
             browser.POOL.close_tab(self.tab)
             self.tab = None

@@ -8,29 +8,37 @@ shown alongside, not counted.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
 from envfactory.contract.actions import CallRecord, Message, Observation, ToolCall
 from envfactory.contract.episode import error_observation
 from envfactory.contract.results import ToolError, ToolFailure
 from envfactory.contract.tasks import Task
 from envfactory.contract.verdict import RubricItem, Verdict, combine
-from envfactory.db.episode import DatabaseEpisode
+from envfactory.db.episode import DatabaseEpisode, DatabaseSetting
 from envfactory.domain.expr import ExprError
+from envfactory.domain.spec import ParamSpec
 from envfactory.episode.noise import fault
 from envfactory.peers.tau2.handlers import accepts, result_text, run
 from envfactory.peers.tau2.reward import action_check, communicate_check
+from envfactory.peers.tau2.tasks import Imported
 from envfactory.verify.matching import match_state
 
-if TYPE_CHECKING:
-    from envfactory.peers.tau2.environment import Tau2RetailEnvironment
+
+class Tau2Setting(DatabaseSetting, Protocol):
+    """What a tau2 episode reads from its world (a ``Tau2RetailEnvironment``)."""
+
+    fast: dict[str, Mapping[str, ParamSpec]]
+
+    def imported(self, task: Task) -> Imported: ...
 
 
 class Tau2Episode(DatabaseEpisode):
     """Keeps every message the agent sends, and the user's replies, for the communicate check
     (what the user said, the agent may repeat without naming a candidate)."""
 
-    env: Tau2RetailEnvironment
+    env: Tau2Setting
 
     def reset(self, task: Task) -> Observation:
         self.said: list[str] = []
