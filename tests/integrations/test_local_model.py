@@ -18,7 +18,7 @@ from test_cli import cli
 
 import envfactory
 from envfactory.bench.calibration import calibrate, plot_calibration
-from envfactory.bench.calibration import main as calibration_main
+from envfactory.bench.calibration_page import main as calibration_main
 from envfactory.harness.config import HarnessConfig
 from envfactory.harness.prompt import exposed_tools, opening
 from envfactory.integrations import embedded, local_model
