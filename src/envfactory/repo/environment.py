@@ -26,6 +26,8 @@ from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import PlanStep, PublicTask, Split, Task
 from envfactory.repo import projects
+from envfactory.repo.episode import RepoEpisode
+from envfactory.repo.exploits import RepoTrick, repo_exploits
 from envfactory.repo.mutate import Mutation, candidates
 from envfactory.repo.projects import PROJECTS, Project
 from envfactory.repo.tasks import Bug, RepoHidden, source_hash
@@ -349,9 +351,7 @@ class RepoEnvironment(Environment):
 
     # -- the rest of the contract ------------------------------------------------------------
 
-    def episode(self, config: EpisodeConfig | None = None) -> Any:
-        from envfactory.repo.episode import RepoEpisode
-
+    def episode(self, config: EpisodeConfig | None = None) -> RepoEpisode:
         return RepoEpisode(self, config)
 
     def tools(self, fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
@@ -381,9 +381,7 @@ class RepoEnvironment(Environment):
     def project(self, key: str) -> Project:
         return next(p for p in self.projects if p.key == key)
 
-    def exploit_policies(self) -> list[Any]:
-        from envfactory.repo.exploits import repo_exploits
-
+    def exploit_policies(self) -> list[RepoTrick]:
         return repo_exploits()
 
     @staticmethod

@@ -17,7 +17,9 @@ from envfactory.contract.tasks import Ask, HiddenTask, PlanStep, Split, Task
 from envfactory.db.environment import DatabaseEnvironment
 from envfactory.web import browser
 from envfactory.web.actions import ACTIONS, schemas
+from envfactory.web.episode import WebEpisode
 from envfactory.web.guide import GUIDED, walkthrough
+from envfactory.web.policies import RandomClicker, WebNoisyOracle
 from envfactory.web.tasks import WebHidden
 from envfactory.world.world import World
 
@@ -80,9 +82,7 @@ class WebEnvironment(Environment):
     def capacity(self, split: Split, difficulty: int) -> int | None:
         return self.domain.capacity(split, difficulty)
 
-    def episode(self, config: EpisodeConfig | None = None, screenshot: bool = False) -> Any:
-        from envfactory.web.episode import WebEpisode
-
+    def episode(self, config: EpisodeConfig | None = None, screenshot: bool = False) -> WebEpisode:
         return WebEpisode(self, config, screenshot=screenshot)
 
     def tools(self, fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
@@ -99,15 +99,11 @@ class WebEnvironment(Environment):
 
     def random_policy(self, seed: int = 0) -> Policy:
         """Random clicking: clicks, fills and choices among the page's elements."""
-        from envfactory.web.policies import RandomClicker
-
         return RandomClicker(seed=seed)
 
     def noisy_oracle(self, skill: float = 0.8, seed: int = 0) -> Policy:
         """The noisy oracle slipping per tool call, as in the domain's world, acting through
         the browser (a slip per browser action would grade forms by their field count)."""
-        from envfactory.web.policies import WebNoisyOracle
-
         return WebNoisyOracle(skill=skill, seed=seed)
 
     def coverage_tools(self) -> list[str]:
