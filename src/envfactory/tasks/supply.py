@@ -1,40 +1,51 @@
-"""The task supply: task addresses, cells, seeded order, split by content, dedupe and capacity,
-the same for every kind of world that uses it.
+"""The task supply: task addresses, cells, candidate orders, split by content, dedupe and
+capacity, the same for every kind of world that uses it.
 
-A kind brings a :class:`Drafter`: it drafts a candidate from a seeded random generator, names
-the content that decides the candidate's split (what it asks, its solution, its target),
-fingerprints it, and turns a kept draft into a :class:`~envfactory.contract.tasks.Task`.
-:class:`TaskSupply` does the rest:
+A kind brings a drafter: it drafts candidates, names the content that decides a candidate's
+split (what it asks, its solution, its target) and what divides held-out candidates into
+validation and test, fingerprints a candidate, and turns a kept one into a
+:class:`~envfactory.contract.tasks.Task` (or refuses it: None). :class:`TaskSupply` does the
+rest:
 
-- **the address**: ``task(split, difficulty, index)`` refuses an unknown split or difficulty or
-  a negative index with :class:`SynthesisError`; the task's id is ``{env}/{split}/{difficulty}/
-  {index}`` and its public view says the same (:meth:`Address.public`);
-- **the seeded order**: candidate ``slot`` of a difficulty is drafted from
-  ``stable_hash("draft", env, seed, difficulty, slot)``, the same in every process; the cells of
-  every split read the same sequence and each keeps the candidates of its own split;
-- **split by content** (:func:`split_by_content`): each content key hashes to train or held-out;
+- **the address**: ``task(split, difficulty, index)`` refuses an unknown split or difficulty, a
+  negative index or one beyond the cell with :class:`SynthesisError`; the task's id is
+  ``{env}/{split}/{difficulty}/{index}`` and its public view says the same
+  (:meth:`Address.public`); a drafted task at another address is refused;
+- **the split guard** (:func:`split_by_content`): each content key hashes to train or held-out;
   a candidate whose keys disagree belongs to no split and is never used, so no held-out task
-  asks, solves or targets anything a train task does. Held-out candidates divide into
-  validation and test by their fingerprint;
-- **dedupe**: a cell keeps a fingerprint once;
+  asks, solves or targets anything a train task does. Every candidate of every order passes
+  it, however the kind drew it;
+- **the order** a cell's candidates come in, one of three:
+
+  - :class:`SharedSequence` (the default): candidate ``slot`` of a difficulty is drafted from
+    :func:`draft_rng`, the same in every process; the cells of every split read the same
+    sequence and each keeps the candidates of its own split, each fingerprint once;
+  - :class:`PerAddress`: each address draws its own candidates (from
+    :func:`address_rng`) until one lands in its split, so a task does not depend on the
+    tasks before it (there is no dedupe within a cell: the draws are independent);
+  - :class:`CellStream`: the drafter yields a cell's candidates in an order of its own (a
+    finite catalogue verified in batches), each fingerprint once;
+
 - **cells** fill lazily up to the index asked for. A cell is *spent* after ``patience``
-  candidates in a row give it nothing new, or when a finite candidate space (``slots``) runs
-  out; a spent cell's size is its :meth:`capacity`, and indices beyond it are refused.
+  candidates in a row give it nothing new, or when its candidates run out; a spent cell's size
+  is its :meth:`~TaskSupply.capacity`, and indices beyond it are refused.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import SPLITS, PublicTask, Split, Task
-from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash
+from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash, task_seed
 
 D = TypeVar("D")
+D_contra = TypeVar("D_contra", contravariant=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,41 +77,110 @@ class Address:
         )
 
 
-class Drafter(Protocol[D]):
-    """A kind's part of the task supply."""
+class Drafter(Protocol[D_contra]):
+    """A kind's part of the task supply: what decides a candidate's split, and its task."""
 
-    def draft(self, difficulty: int, rng: random.Random) -> D | None:
-        """One candidate at ``difficulty`` (None: this draw gives none)."""
-
-    def split_keys(self, draft: D) -> Sequence[tuple[str, str]]:
+    def split_keys(self, draft: D_contra) -> Iterable[tuple[str, str]]:
         """What decides the candidate's split: ``(kind, content)`` pairs such as
-        ``("instruction", text)``, ``("solution", plan)``, ``("target", state)``."""
+        ``("instruction", text)``, ``("solution", plan)``, ``("target", state)``. Read
+        lazily, cheapest first: the guard stops at the first key that rules a split out."""
 
-    def fingerprint(self, draft: D) -> str:
+    def divider(self, draft: D_contra) -> str:
+        """What divides a held-out candidate between validation and test (its solution,
+        say)."""
+
+    def fingerprint(self, draft: D_contra) -> str:
         """What the task asks for, as text: equal fingerprints are one task."""
 
-    def task(self, draft: D, address: Address) -> Task:
-        """The task of a kept candidate at ``address`` (public view from
-        :meth:`Address.public`, hidden half with the fingerprint)."""
+    def task(self, draft: D_contra, address: Address) -> Task | None:
+        """The task of a candidate at ``address`` (public view from :meth:`Address.public`,
+        hidden half with the fingerprint), or None when the world refuses it (it fails no
+        test at the start, its answer is too common in the cell...)."""
+
+
+class RandomDrafter(Drafter[D], Protocol[D]):
+    """A drafter that drafts from a seeded generator (:class:`SharedSequence`,
+    :class:`PerAddress`)."""
+
+    def draft(self, difficulty: int, slot: int, rng: random.Random) -> D | None:
+        """Candidate ``slot`` (its place in the sequence, or the attempt at an address) at
+        ``difficulty`` (None: this draw gives none)."""
+
+
+class StreamDrafter(Drafter[D], Protocol[D]):
+    """A drafter that orders a cell's candidates itself (:class:`CellStream`)."""
+
+    def stream(self, split: Split, difficulty: int) -> Iterator[D]:
+        """The candidates of a cell, in order (they need not all be of ``split``)."""
 
 
 def split_by_content(
-    env_id: str, keys: Sequence[tuple[str, str]], fingerprint: str
+    env_id: str, keys: Iterable[tuple[str, str]], divider: str, wanted: Split | None = None
 ) -> Split | None:
-    """The split content keys put a candidate in, or None when they disagree."""
-    sides = {content_unit(env_id, kind, key) >= TRAIN_SHARE for kind, key in keys}
-    if len(sides) != 1:
-        return None
-    if not sides.pop():
+    """The split content keys put a candidate in, or None when they disagree (or, with
+    ``wanted``, when it is not that split: the keys are then read only until one rules it
+    out). A held-out candidate is validation or test by its ``divider``."""
+    held: bool | None = None
+    for kind, key in keys:
+        side = content_unit(env_id, kind, key) >= TRAIN_SHARE
+        if held is None:
+            held = side
+            if wanted is not None and held != (wanted != "train"):
+                return None
+        elif side != held:
+            return None
+    if held is None:
+        raise SynthesisError(f"{env_id}: a candidate has no content key to split it by")
+    if not held:
         return "train"
-    return "validation" if content_unit(env_id, "held-out", fingerprint) < 0.5 else "test"
+    split: Split = "validation" if content_unit(env_id, "held-out", divider) < 0.5 else "test"
+    return split if wanted is None or split == wanted else None
+
+
+def draft_rng(env_id: str, seed: int, difficulty: int, slot: int) -> random.Random:
+    """The generator of candidate ``slot`` of a difficulty's shared sequence."""
+    return random.Random(stable_hash("draft", env_id, seed, difficulty, slot))
+
+
+def address_rng(address: Address, seed: int, attempt: int) -> random.Random:
+    """The generator of draw ``attempt`` at an address (:class:`PerAddress`)."""
+    base = task_seed(address.env_id, address.split, address.difficulty, address.index)
+    return random.Random(stable_hash(base, seed, attempt))
+
+
+@dataclass(frozen=True)
+class SharedSequence:
+    """One seeded sequence of candidates per difficulty, read by every split's cell.
+
+    ``slots``: the size of a finite sequence (a number, or one per difficulty), after which a
+    cell is spent and :meth:`TaskSupply.capacity` can count it; ``patience``: candidates in a
+    row without a new task before a cell is spent (None: read to the end)."""
+
+    slots: int | Callable[[int], int] | None = None
+    patience: int | None = 500
+
+
+@dataclass(frozen=True)
+class PerAddress:
+    """Each address draws up to ``attempts`` candidates of its own and keeps the first of its
+    split that the drafter turns into a task."""
+
+    attempts: int = 400
+
+
+@dataclass(frozen=True)
+class CellStream:
+    """The drafter's own order of a cell's candidates; ``patience`` as for
+    :class:`SharedSequence`."""
+
+    patience: int | None = None
 
 
 @dataclass
-class _Cell:
+class _Cell(Generic[D]):
+    candidates: Iterator[D | None]
     tasks: list[Task] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
-    slot: int = 0
     spent: bool = False
 
 
@@ -115,24 +195,29 @@ class TaskSupply(Generic[D]):
         difficulties: Sequence[int],
         *,
         seed: int = 0,
-        patience: int = 500,
-        slots: int | None = None,
+        order: SharedSequence | PerAddress | CellStream | None = None,
+        limit: int | None = None,
     ) -> None:
-        """``patience``: candidates in a row without a new task before a cell is spent;
-        ``slots``: the size of a finite candidate space (every cell is then counted to the
-        end by :meth:`capacity`)."""
+        """``order``: where candidates come from (:class:`SharedSequence` by default);
+        ``limit``: the most tasks a cell holds."""
         self.env_id = env_id
         self.drafter = drafter
         self.difficulties = list(difficulties)
         self.seed = seed
-        self.patience = patience
-        self.slots = slots
-        self._cells: dict[tuple[Split, int], _Cell] = {}
+        self.order = order or SharedSequence()
+        self.limit = limit
+        self._cells: dict[tuple[Split, int], _Cell[D]] = {}
+        self._drawn: dict[Address, Task] = {}
         self._lock = threading.RLock()
 
     def task(self, split: Split, difficulty: int, index: int) -> Task:
         """The task at (split, difficulty, index): the same in every process."""
-        cell = self._filled(split, difficulty, index)
+        self._check(split, difficulty, index)
+        address = Address(self.env_id, split, difficulty, index)
+        with self._lock:
+            if isinstance(self.order, PerAddress):
+                return self._draw(address, self.order.attempts)
+            cell = self._filled(split, difficulty, index)
         if index >= len(cell.tasks):
             raise SynthesisError(
                 f"{self.env_id} has {len(cell.tasks)} {split} tasks at difficulty {difficulty}"
@@ -140,13 +225,17 @@ class TaskSupply(Generic[D]):
         return cell.tasks[index]
 
     def capacity(self, split: Split, difficulty: int) -> int | None:
-        """How many tasks the cell holds: known for a finite candidate space, else None."""
-        if self.slots is None:
-            return None
-        cell = self._filled(split, difficulty, self.slots)
-        return len(cell.tasks)
+        """How many tasks the cell holds: known for a finite shared sequence (counted to its
+        end) or a spent cell, else None."""
+        order = self.order
+        if isinstance(order, SharedSequence) and order.slots is not None:
+            self._check(split, difficulty, 0)
+            with self._lock:
+                return len(self._filled(split, difficulty, None).tasks)
+        cell = self._cells.get((split, difficulty))
+        return len(cell.tasks) if cell is not None and cell.spent else None
 
-    def _filled(self, split: Split, difficulty: int, index: int) -> _Cell:
+    def _check(self, split: Split, difficulty: int, index: int) -> None:
         if split not in SPLITS:
             raise SynthesisError(f"{self.env_id} has the splits {', '.join(SPLITS)}, not {split!r}")
         if difficulty not in self.difficulties:
@@ -155,36 +244,78 @@ class TaskSupply(Generic[D]):
             )
         if index < 0:
             raise SynthesisError(f"task indices start at 0, not {index}")
-        with self._lock:
-            cell = self._cells.setdefault((split, difficulty), _Cell())
-            while len(cell.tasks) <= index and not cell.spent:
-                self._advance(cell, split, difficulty)
-            return cell
+        if self.limit is not None and index >= self.limit:
+            raise SynthesisError(f"{self.env_id} has at most {self.limit} tasks a cell")
 
-    def _advance(self, cell: _Cell, split: Split, difficulty: int) -> None:
-        """Look at candidates until the cell gains one task or is spent."""
-        for _ in range(self.patience):
-            if self.slots is not None and cell.slot >= self.slots:
+    def _made(self, draft: D, address: Address) -> Task | None:
+        """The drafter's task of a candidate in the address's split, its address checked."""
+        task = self.drafter.task(draft, address)
+        if task is not None and (
+            task.task_id != address.task_id or task.public.split != address.split
+        ):
+            raise SynthesisError(f"{self.env_id}: drafted task {task.task_id} is not at {address}")
+        return task
+
+    def _draw(self, address: Address, attempts: int) -> Task:
+        """The first task of the address's own draws."""
+        found = self._drawn.get(address)
+        if found is not None:
+            return found
+        drafter: RandomDrafter[D] = self.drafter  # type: ignore[assignment]
+        for attempt in range(attempts):
+            rng = address_rng(address, self.seed, attempt)
+            draft = drafter.draft(address.difficulty, attempt, rng)
+            if draft is None or not self._lands(draft, address.split):
+                continue
+            task = self._made(draft, address)
+            if task is not None:
+                self._drawn[address] = task
+                return task
+        raise SynthesisError(f"no {address.split} task at {self.env_id} difficulty "
+                             f"{address.difficulty} in {attempts} draws")  # fmt: skip
+
+    def _lands(self, draft: D, split: Split) -> bool:
+        keys = self.drafter.split_keys(draft)
+        return split_by_content(self.env_id, keys, self.drafter.divider(draft), split) == split
+
+    def _filled(self, split: Split, difficulty: int, index: int | None) -> _Cell[D]:
+        """The cell with tasks up to ``index`` made (None: every task), fewer when spent."""
+        cell = self._cells.get((split, difficulty))
+        if cell is None:
+            cell = self._cells[split, difficulty] = _Cell(self._candidates(split, difficulty))
+        while not cell.spent and (index is None or len(cell.tasks) <= index):
+            if self.limit is not None and len(cell.tasks) >= self.limit:
                 break
-            rng = random.Random(stable_hash("draft", self.env_id, self.seed, difficulty, cell.slot))
-            cell.slot += 1
-            draft = self.drafter.draft(difficulty, rng)
-            if draft is None:
-                continue
-            fingerprint = self.drafter.fingerprint(draft)
-            keys = self.drafter.split_keys(draft)
-            if (
-                fingerprint in cell.seen
-                or split_by_content(self.env_id, keys, fingerprint) != split
-            ):
-                continue
-            cell.seen.add(fingerprint)
-            address = Address(self.env_id, split, difficulty, len(cell.tasks))
-            task = self.drafter.task(draft, address)
-            if task.task_id != address.task_id or task.public.split != split:
-                raise SynthesisError(
-                    f"{self.env_id}: drafted task {task.task_id} is not at {address}"
-                )
-            cell.tasks.append(task)
+            self._advance(cell, split, difficulty)
+        return cell
+
+    def _candidates(self, split: Split, difficulty: int) -> Iterator[D | None]:
+        """A cell's candidates in the supply's order."""
+        order = self.order
+        if isinstance(order, CellStream):
+            streamer: StreamDrafter[D] = self.drafter  # type: ignore[assignment]
+            yield from streamer.stream(split, difficulty)
             return
+        assert isinstance(order, SharedSequence)
+        drafter: RandomDrafter[D] = self.drafter  # type: ignore[assignment]
+        size = order.slots(difficulty) if callable(order.slots) else order.slots
+        for slot in range(size) if size is not None else itertools.count():
+            rng = draft_rng(self.env_id, self.seed, difficulty, slot)
+            yield drafter.draft(difficulty, slot, rng)
+
+    def _advance(self, cell: _Cell[D], split: Split, difficulty: int) -> None:
+        """Look at candidates until the cell gains one task or is spent."""
+        patience = self.order.patience if not isinstance(self.order, PerAddress) else None
+        for tried, draft in enumerate(cell.candidates, 1):
+            if draft is not None and self._lands(draft, split):
+                fingerprint = self.drafter.fingerprint(draft)
+                if fingerprint not in cell.seen:
+                    cell.seen.add(fingerprint)  # looked at once, taken or not
+                    address = Address(self.env_id, split, difficulty, len(cell.tasks))
+                    task = self._made(draft, address)
+                    if task is not None:
+                        cell.tasks.append(task)
+                        return
+            if patience is not None and tried >= patience:
+                break
         cell.spent = True
