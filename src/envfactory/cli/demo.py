@@ -37,10 +37,10 @@ def demo(
     # Worlds with seats have no single agent to score: `envfactory check ENV` plays their
     # scripted seats against each other, and `envfactory rollout ENV --seat ...` runs them.
     multi = [e for e in list_envs() if make(e).seats]
-    # Web worlds are the database worlds again, through a browser tab (seconds an episode):
-    # `envfactory check web-retail` runs them.
-    web = [e for e in list_envs() if make(e).kind == "web"]
-    env_ids = [e for e in list_envs() if e not in multi and e not in web]
+    # Worlds that serve another's tasks again through a slower door (web worlds: a browser
+    # tab, seconds an episode) are left to `envfactory check web-retail`.
+    again = [e for e in list_envs() if make(e).same_tasks_as]
+    env_ids = [e for e in list_envs() if e not in multi and e not in again]
     refs = [
         TaskRef(env_id, split, difficulty, index)
         for env_id in env_ids
@@ -99,10 +99,10 @@ def demo(
             f"multi-agent worlds left out (seats, not one agent; try `envfactory check ENV`): "
             f"{', '.join(multi)}"
         )
-    if web:
+    if again:
         console.print(
-            "web worlds left out (seconds an episode in a browser; try `envfactory check "
-            f"web-retail`): {len(web)} ({web[0]} ...)"
+            "worlds that serve another's tasks through a browser left out (seconds an episode; "
+            f"try `envfactory check {again[0]}`): {len(again)} ({again[0]} ...)"
         )
     for what, count in sorted(unscored.items()):
         console.print(f"[yellow]{count} episodes not scored: {what}[/yellow]")

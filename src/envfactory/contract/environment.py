@@ -45,6 +45,9 @@ class Environment(ABC):
     #: whether a step may block (a sandbox, a browser, a network call); False for worlds whose
     #: steps run in memory, which the rollout engine then runs on its loop in time slices
     blocking: bool = True
+    #: the world whose tasks this one serves again through another door (a web world serves
+    #: its database world's tasks in a browser); None for a world with tasks of its own
+    same_tasks_as: str | None = None
 
     @property
     @abstractmethod

@@ -6,6 +6,11 @@ needs look-ups, run the resulting plan through the real tools on a scratch copy 
 and record the changes it made and the answers the user asked for. A plan that fails, touches
 the rows of a sibling sub-goal, or changes nothing is rejected, so every task is solvable and
 not already solved.
+
+Splits are by row ownership (:class:`~envfactory.tasks.seeds.Ownership`), not by the content
+keys of :mod:`envfactory.tasks.supply`: a task changes shared rows, so every row belongs to one
+split and a task reads and changes only rows of its own; what it asks and solves then differs
+by construction. Addresses are checked as the supply checks them (``check_address``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from faker import Faker
 
 from envfactory.contract.errors import DomainError, SynthesisError
 from envfactory.contract.tasks import (
+    SPLITS,
     Ask,
     HiddenTask,
     PlanStep,
@@ -34,6 +40,7 @@ from envfactory.db.refs import Call, References
 from envfactory.domain.expr import Expr, ExprError, Template, Value, compile_expr
 from envfactory.domain.spec import BindSpec, EffectSpec, GoalSpec, LevelSpec, RowsSpec
 from envfactory.tasks.seeds import SPLIT_SHARES, Ownership, stable_hash, task_seed
+from envfactory.tasks.supply import check_address
 from envfactory.tools.runtime import RowLoad, RowsQuery
 from envfactory.verify.answers import Vocabulary, comparable
 from envfactory.verify.spoken import stated_in
@@ -564,10 +571,7 @@ class TaskFactory:
 
     def make(self, split: Split, difficulty: int, index: int) -> Task:
         """The task at (split, difficulty, index): a pure function of those and the world."""
-        if split not in dict(SPLIT_SHARES):
-            raise SynthesisError(f"unknown split {split!r}")
-        if index < 0:
-            raise SynthesisError("index must be >= 0")
+        check_address(self.env_id, SPLITS, self.difficulties, split, difficulty, index)
         level = self.level(difficulty)
         pool = self._pool(split, difficulty)
         if not pool:

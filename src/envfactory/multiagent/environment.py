@@ -3,7 +3,12 @@
 
 Tasks keep the discipline of every world: the task at (split, difficulty, index) comes from a
 hashed seed, and each generated set-up belongs to exactly one split by a hash of its content
-(rejection sampling), so train, validation and test never share one. The difficulty ladder is
+(rejection sampling; an enumerable world's set-ups by a hash of their place), so train,
+validation and test never share one. The split is 70/15/15 on one key (the set-up), which the
+task supply's content keys (:mod:`envfactory.tasks.supply`) would put at 50/25/25: small
+enumerable spaces keep more train set-ups this way. Worlds built on a database world take its
+task at the same address, and with it its split. Addresses are checked as the supply checks
+them (``check_address``). The difficulty ladder is
 the strength of the scripted opponents a task is played against by default.
 """
 
@@ -28,6 +33,7 @@ from envfactory.episode.seats import SeatPolicy
 from envfactory.multiagent.episode import MultiAgentEpisode
 from envfactory.multiagent.tools import SeatTool
 from envfactory.tasks.seeds import split_of, stable_hash, task_seed
+from envfactory.tasks.supply import check_address
 
 SPLIT_TRIES = 2000
 
@@ -157,12 +163,7 @@ class MultiAgentEnvironment(Environment):
         raise SynthesisError(f"{self.id}: no {split} set-up in {SPLIT_TRIES} draws")
 
     def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
-        if split not in self.splits:
-            raise SynthesisError(f"{self.id}: unknown split {split!r}")
-        if difficulty not in self.levels:
-            raise SynthesisError(f"{self.id}: difficulty {difficulty} is not one of {self.levels}")
-        if index < 0:
-            raise SynthesisError(f"{self.id}: a task index is not negative")
+        check_address(self.id, self.splits, self.levels, split, difficulty, index)
         with self._lock:
             return self._make(split, difficulty, index)
 

@@ -64,6 +64,7 @@ class EchoEpisode(Episode):
 class EchoEnvironment(Environment):
     id = "echo"
     kind = "echo"
+    blocking = False
 
     @property
     def difficulties(self) -> list[int]:
@@ -128,7 +129,6 @@ def main() -> None:
         envs=tuple(envs),
         max_sessions=args.max_sessions,
         max_steps=10**9,
-        inline_kinds=frozenset({"db", "echo"}),
     )
     serve(config, port=args.port, log_level="error", envs=envs)
 

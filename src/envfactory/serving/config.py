@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 
@@ -18,8 +18,9 @@ class ServeConfig:
     verdict with its rubric, mid-episode too) are served and require it in ``X-Trainer-Token``;
     it must differ from ``token``, which agents hold. Unset: no trainer route exists.
     ``max_sessions``: live episodes across every protocol. ``idle_timeout``: seconds without a
-    call before a session expires. ``inline_kinds``: kinds of world whose steps run on the
-    event loop (microseconds each); other kinds step in a worker thread. ``gc_tuning``: no
+    call before a session expires. Steps of a world that says it never blocks
+    (``Environment.blocking``: microseconds each, in memory) run on the event loop, as do those
+    of the kinds in ``inline_kinds``; other steps run in a worker thread. ``gc_tuning``: no
     automatic full garbage collection (a pause of 100+ ms with thousands of live episodes);
     instead one after every ``collect_after_closed`` closed sessions (see ``gc_tuning``).
     """
@@ -31,7 +32,7 @@ class ServeConfig:
     reap_interval: float = 5.0
     max_steps: int = 60
     task_block: int = 1000
-    inline_kinds: frozenset[str] = field(default_factory=lambda: frozenset({"db"}))
+    inline_kinds: frozenset[str] = frozenset()
     gc_tuning: bool = True
     collect_after_closed: int = 1024
     curriculum: str | None = None  # a curriculum store: serves /envfactory/curriculum routes

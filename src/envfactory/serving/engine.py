@@ -154,7 +154,7 @@ class Engine:
     # -- sessions ----------------------------------------------------------------------------
 
     async def _run(self, session_env: Environment, fn: Callable[..., T], *args: Any) -> T:
-        if session_env.kind in self.config.inline_kinds:
+        if not session_env.blocking or session_env.kind in self.config.inline_kinds:
             return fn(*args)
         return await anyio.to_thread.run_sync(fn, *args)
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import itertools
 import random
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
@@ -44,6 +45,7 @@ from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import SPLITS, PublicTask, Split, Task
 from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash, task_seed
 
+DRAWN_KEPT = 4096  # per-address tasks kept (they are drawn again, the same, when needed)
 D = TypeVar("D")
 D_contra = TypeVar("D_contra", contravariant=True)
 
@@ -137,6 +139,24 @@ def split_by_content(
     return split if wanted is None or split == wanted else None
 
 
+def check_address(
+    env_id: str,
+    splits: Sequence[str],
+    difficulties: Sequence[int],
+    split: str,
+    difficulty: int,
+    index: int,
+) -> None:
+    """Refuse an address outside a world's splits and difficulties, or a negative index, with
+    :class:`SynthesisError` (also for worlds that make the task at an address themselves)."""
+    if split not in splits:
+        raise SynthesisError(f"{env_id} has the splits {', '.join(splits)}, not {split!r}")
+    if difficulty not in difficulties:
+        raise SynthesisError(f"{env_id} has difficulties {list(difficulties)}, not {difficulty}")
+    if index < 0:
+        raise SynthesisError(f"task indices start at 0, not {index}")
+
+
 def draft_rng(env_id: str, seed: int, difficulty: int, slot: int) -> random.Random:
     """The generator of candidate ``slot`` of a difficulty's shared sequence."""
     return random.Random(stable_hash("draft", env_id, seed, difficulty, slot))
@@ -207,7 +227,7 @@ class TaskSupply(Generic[D]):
         self.order = order or SharedSequence()
         self.limit = limit
         self._cells: dict[tuple[Split, int], _Cell[D]] = {}
-        self._drawn: dict[Address, Task] = {}
+        self._drawn: OrderedDict[Address, Task] = OrderedDict()  # the last DRAWN_KEPT
         self._lock = threading.RLock()
 
     def task(self, split: Split, difficulty: int, index: int) -> Task:
@@ -236,14 +256,7 @@ class TaskSupply(Generic[D]):
         return len(cell.tasks) if cell is not None and cell.spent else None
 
     def _check(self, split: Split, difficulty: int, index: int) -> None:
-        if split not in SPLITS:
-            raise SynthesisError(f"{self.env_id} has the splits {', '.join(SPLITS)}, not {split!r}")
-        if difficulty not in self.difficulties:
-            raise SynthesisError(
-                f"{self.env_id} has difficulties {self.difficulties}, not {difficulty}"
-            )
-        if index < 0:
-            raise SynthesisError(f"task indices start at 0, not {index}")
+        check_address(self.env_id, SPLITS, self.difficulties, split, difficulty, index)
         if self.limit is not None and index >= self.limit:
             raise SynthesisError(f"{self.env_id} has at most {self.limit} tasks a cell")
 
@@ -260,6 +273,7 @@ class TaskSupply(Generic[D]):
         """The first task of the address's own draws."""
         found = self._drawn.get(address)
         if found is not None:
+            self._drawn.move_to_end(address)
             return found
         drafter: RandomDrafter[D] = self.drafter  # type: ignore[assignment]
         for attempt in range(attempts):
@@ -270,6 +284,8 @@ class TaskSupply(Generic[D]):
             task = self._made(draft, address)
             if task is not None:
                 self._drawn[address] = task
+                if len(self._drawn) > DRAWN_KEPT:
+                    self._drawn.popitem(last=False)
                 return task
         raise SynthesisError(f"no {address.split} task at {self.env_id} difficulty "
                              f"{address.difficulty} in {attempts} draws")  # fmt: skip

@@ -35,6 +35,7 @@ class WebEnvironment(Environment):
     def __init__(self, domain: DatabaseEnvironment, clutter: int | None = None) -> None:
         self.domain = domain
         self.id = f"web-{domain.id}"
+        self.same_tasks_as = domain.id
         self.clutter = clutter
 
     @property

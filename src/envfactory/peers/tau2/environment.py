@@ -25,6 +25,7 @@ from envfactory.peers.tau2.episode import Tau2Episode
 from envfactory.peers.tau2.handlers import fast_tools
 from envfactory.peers.tau2.importer import import_retail
 from envfactory.peers.tau2.tasks import SPLITS, Imported, import_task, reproducible, vocabulary
+from envfactory.tasks.supply import check_address
 
 ENV_ID = "tau2-retail"
 STRICT_ID = "tau2-retail-strict"
@@ -89,10 +90,7 @@ class Tau2RetailEnvironment(DatabaseEnvironment):
         return [1]
 
     def _cell(self, split: Split, difficulty: int) -> list[Imported]:
-        if split not in self.cells:
-            raise SynthesisError(f"{self.id} has the splits {', '.join(SPLITS)}, not {split!r}")
-        if difficulty != 1:
-            raise SynthesisError(f"{self.id} has one difficulty, 1; got {difficulty}")
+        check_address(self.id, self.splits, self.difficulties, split, difficulty, 0)
         return self.cells[split]
 
     def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
