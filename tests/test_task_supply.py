@@ -9,6 +9,7 @@ import pytest
 
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import SPLITS, HiddenTask, Task
+from envfactory.tasks.seeds import content_unit
 from envfactory.tasks.supply import (
     Address,
     CellStream,
@@ -183,3 +184,20 @@ def test_a_limit_bounds_every_cell() -> None:
     s.task("train", 1, 3)
     with pytest.raises(SynthesisError, match="at most 4"):
         s.task("train", 1, 4)
+
+
+def test_without_a_divider_every_key_places_a_held_out_candidate_itself() -> None:
+    """Worlds split by units (a question touching modules): each key falls in train (below
+    one half), validation or test (the upper quarters), and the keys must agree."""
+    units = {m: content_unit("sums", "module", m) for m in (f"m{i}" for i in range(40))}
+    by_split = {
+        "train": [m for m, u in units.items() if u < 0.5],
+        "validation": [m for m, u in units.items() if 0.5 <= u < 0.75],
+        "test": [m for m, u in units.items() if u >= 0.75],
+    }
+    for split, modules in by_split.items():
+        pair = [("module", modules[0]), ("module", modules[1])]
+        assert split_by_content("sums", pair, None) == split
+        assert split_by_content("sums", pair, None, wanted=split) == split
+    mixed = [("module", by_split["validation"][0]), ("module", by_split["test"][0])]
+    assert split_by_content("sums", mixed, None) is None

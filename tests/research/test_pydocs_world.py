@@ -25,7 +25,8 @@ from envfactory.policies.scripted import NoisyOracle, NoOp, Oracle, RandomPolicy
 from envfactory.quality.check import check
 from envfactory.research import answers
 from envfactory.research.pydocs.world import PyDocsEnvironment
-from envfactory.research.world import ANSWER_SHARE, DIFFICULTIES
+from envfactory.research.tasks import ANSWER_SHARE
+from envfactory.research.world import DIFFICULTIES
 from envfactory.tasks.answer_balance import cell, constant_reward, measure
 
 PER_CELL = 4
@@ -210,6 +211,6 @@ def test_bench_reports_reset_step_verdict_and_search() -> None:
 def test_a_cells_first_tasks_are_counted_without_making_the_whole_cell() -> None:
     env = PyDocsEnvironment(max_tasks=30)
     assert env.tasks_up_to("train", 1, 3) == 3
-    assert len(env._cells[("train", 1)].tasks) == 3  # no more made than were asked for
+    assert len(env.supply._cells[("train", 1)].tasks) == 3  # no more made than were asked for
     assert env.tasks_up_to("train", 1, 0) == 0
     assert env.tasks_up_to("train", 1, 10**6) == env.capacity("train", 1) <= 30

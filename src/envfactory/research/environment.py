@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import ClassVar
 
-from envfactory.contract.tasks import Split
 from envfactory.research.corpus import DEFAULT_SIZE, Corpus, corpus
 from envfactory.research.plans import Draft
 from envfactory.research.questions import LEVELS, Builder
-from envfactory.research.world import DIFFICULTIES, PASSES, ResearchWorld, held_out
-from envfactory.tasks.seeds import content_unit
+from envfactory.research.world import DIFFICULTIES, PASSES, ResearchWorld
 
 __all__ = ["DIFFICULTIES", "PASSES", "ResearchEnvironment"]
 PERSONA = "You are a careful research assistant with an offline encyclopedia."
@@ -58,21 +57,17 @@ class ResearchEnvironment(ResearchWorld):
     def keep(self, draft: Draft, difficulty: int) -> bool:
         return draft.knobs["distractors"] >= MIN_DISTRACTORS.get(difficulty, 0)
 
-    def split_of(self, draft: Draft, wanted: Split | None = None) -> Split | None:
+    def split_keys(self, draft: Draft) -> Iterator[tuple[str, str]]:
         """Its question and its gold plan each hash to train or held-out, and a task is train
         when both do, held-out when both do. So no held-out question or solution is ever a
         train one; its answer does not decide (an answer hashed to held-out carried every
-        question it answers there). Held-out tasks divide into validation and test by their
-        plan's hash."""
-        held = held_out(self.id, [("question", draft.instruction)])
-        if wanted is not None and held != (wanted != "train"):
-            return None
-        plan = json.dumps([s.model_dump() for s in draft.steps], sort_keys=True)
-        if held_out(self.id, [("question", draft.instruction), ("solution", plan)]) is None:
-            return None
-        if not held:
-            return "train"
-        return "validation" if content_unit(self.id, "held-out", plan) < 0.5 else "test"
+        question it answers there)."""
+        yield "question", draft.instruction
+        yield "solution", _plan(draft)
+
+    def divider(self, draft: Draft) -> str:
+        """Held-out tasks divide into validation and test by their plan's hash."""
+        return _plan(draft)
 
     def describe(self) -> str:
         return (
@@ -85,3 +80,8 @@ class ResearchEnvironment(ResearchWorld):
 
     def initial_hash(self) -> str:
         return f"{self.seed}/{self.size}"
+
+
+def _plan(draft: Draft) -> str:
+    """A draft's gold plan as text."""
+    return json.dumps([s.model_dump() for s in draft.steps], sort_keys=True)

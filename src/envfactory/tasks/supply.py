@@ -39,7 +39,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Literal, Protocol, TypeVar
 
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import SPLITS, PublicTask, Split, Task
@@ -87,9 +87,10 @@ class Drafter(Protocol[D_contra]):
         ``("instruction", text)``, ``("solution", plan)``, ``("target", state)``. Read
         lazily, cheapest first: the guard stops at the first key that rules a split out."""
 
-    def divider(self, draft: D_contra) -> str:
+    def divider(self, draft: D_contra) -> str | None:
         """What divides a held-out candidate between validation and test (its solution,
-        say)."""
+        say); None: each held-out key divides it by its own place in the held-out range,
+        and they must agree (worlds split by units such as modules)."""
 
     def fingerprint(self, draft: D_contra) -> str:
         """What the task asks for, as text: equal fingerprints are one task."""
@@ -117,26 +118,35 @@ class StreamDrafter(Drafter[D], Protocol[D]):
 
 
 def split_by_content(
-    env_id: str, keys: Iterable[tuple[str, str]], divider: str, wanted: Split | None = None
+    env_id: str, keys: Iterable[tuple[str, str]], divider: str | None, wanted: Split | None = None
 ) -> Split | None:
     """The split content keys put a candidate in, or None when they disagree (or, with
     ``wanted``, when it is not that split: the keys are then read only until one rules it
-    out). A held-out candidate is validation or test by its ``divider``."""
-    held: bool | None = None
+    out). A held-out candidate is validation or test by its ``divider``; with no divider, by
+    each key's own place in the held-out range (the lower half is validation), all agreeing."""
+    found: Split | Literal["held-out"] | None = None
     for kind, key in keys:
-        side = content_unit(env_id, kind, key) >= TRAIN_SHARE
-        if held is None:
-            held = side
-            if wanted is not None and held != (wanted != "train"):
+        side = _side(content_unit(env_id, kind, key), divided=divider is None)
+        if found is None:
+            found = side
+            if wanted is not None and (side == "train") != (wanted == "train"):
                 return None
-        elif side != held:
+        elif side != found:
             return None
-    if held is None:
+    if found is None:
         raise SynthesisError(f"{env_id}: a candidate has no content key to split it by")
-    if not held:
+    if found == "held-out":
+        found = "validation" if content_unit(env_id, "held-out", str(divider)) < 0.5 else "test"
+    return found if wanted is None or found == wanted else None
+
+
+def _side(unit: float, *, divided: bool) -> Split | Literal["held-out"]:
+    """A content key's side: train, or held-out (validation or test when it ``divided``)."""
+    if unit < TRAIN_SHARE:
         return "train"
-    split: Split = "validation" if content_unit(env_id, "held-out", divider) < 0.5 else "test"
-    return split if wanted is None or split == wanted else None
+    if not divided:
+        return "held-out"
+    return "validation" if unit < (1 + TRAIN_SHARE) / 2 else "test"
 
 
 def check_address(

@@ -10,14 +10,16 @@ instead no answer fills more than a small share of a template's tasks in any cel
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
+from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import Split
 from envfactory.research.plans import Draft
 from envfactory.research.pydocs.corpus import PyDocs, pydocs
 from envfactory.research.pydocs.questions import LEVELS, Builder
 from envfactory.research.world import ResearchWorld
-from envfactory.tasks.seeds import TRAIN_SHARE, content_unit
+from envfactory.tasks.supply import split_by_content
 
 PASSES = 24  # times a difficulty's candidates go over the documented objects
 MAX_TASKS = 1000
@@ -58,32 +60,35 @@ class PyDocsEnvironment(ResearchWorld):
     def starts(self) -> int:
         return len(self.corpus.objects)
 
-    def module_split(self, module: str) -> Split:
-        u = content_unit(self.id, "module", module)
-        if u < TRAIN_SHARE:
-            return "train"
-        return "validation" if u < (1 + TRAIN_SHARE) / 2 else "test"
+    def split_keys(self, draft: Draft) -> Iterable[tuple[str, str]]:
+        """The modules a question touches: it belongs to their split when they share one."""
+        return [("module", module) for module in draft.keys]
 
-    def split_of(self, draft: Draft, wanted: Split | None = None) -> Split | None:
-        splits = {self.module_split(m) for m in draft.keys}
-        if len(splits) != 1:
-            return None
-        split = splits.pop()
-        return split if wanted is None or split == wanted else None
+    def divider(self, draft: Draft) -> None:
+        """None: each held-out module is validation or test by its own hash."""
+        return None
+
+    def module_split(self, module: str) -> Split | None:
+        """The split of a module's questions."""
+        return split_by_content(self.id, [("module", module)], None)
 
     def passes(self, difficulty: int) -> int:
         return PASSES
 
-    def capacity(self, split: Split, difficulty: int) -> int:
+    def capacity(self, split: Split, difficulty: int) -> int | None:
         """Tasks of a cell: all there are, up to ``max_tasks`` (made on first ask)."""
-        return len(self._filled(split, difficulty, self.max_tasks - 1).tasks)
+        return self.supply.capacity(split, difficulty)
 
     def tasks_up_to(self, split: Split, difficulty: int, wanted: int) -> int:
         """The first ``wanted`` tasks of a cell that exist, made up to there and no further."""
         wanted = min(wanted, self.max_tasks)
         if wanted <= 0:
             return 0
-        return min(wanted, len(self._filled(split, difficulty, wanted - 1).tasks))
+        try:
+            self.task(split, difficulty, wanted - 1)
+        except SynthesisError:  # the cell is spent before it: its size is known
+            return min(wanted, self.capacity(split, difficulty) or 0)
+        return wanted
 
     def describe(self) -> str:
         return (
