@@ -24,8 +24,10 @@ def test_listing_worlds_imports_no_world_module() -> None:
         [sys.executable, "-c", LIST_AND_REPORT], capture_output=True, text=True, check=True
     ).stdout
     report = json.loads(out)
-    assert {"term-git", "research-wiki", "negotiation", "web-retail"} <= set(report["ids"])
-    kinds = ("terminal", "research", "repo", "multiagent", "web", "peers.tau2")
+    assert {"retail", "term-git", "research-wiki", "negotiation", "web-retail"} <= set(
+        report["ids"]
+    )
+    kinds = ("db", "terminal", "research", "repo", "multiagent", "web", "peers.tau2")
     loaded = [
         m
         for m in report["modules"]

@@ -14,6 +14,7 @@ from envfactory.db.criteria import domain_rubric
 from envfactory.db.episode import DatabaseEpisode
 from envfactory.db.tasks import TaskFactory
 from envfactory.db.verifier import RuleChecker
+from envfactory.domain.loader import load_domain
 from envfactory.domain.spec import DomainSpec
 from envfactory.world.tables import Row
 from envfactory.world.world import World
@@ -75,3 +76,8 @@ class DatabaseEnvironment(Environment):
             rules=len(self.spec.rules),
             goal_templates=len(self.spec.goals),
         )
+
+
+def from_domain_file(path: str, *, seed: int = 0, scale: float = 1.0) -> DatabaseEnvironment:
+    """The database world of a domain file."""
+    return DatabaseEnvironment(load_domain(path), seed=seed, scale=scale)

@@ -5,7 +5,7 @@ A world is registered as a factory ``f(seed=..., scale=...) -> Environment`` or,
 registry does, as an :class:`EntryPoint` (``"module:attribute"`` and keyword arguments) whose
 module is imported only when the world is first made. Each kind names its built-in worlds in a
 ``WORLDS`` table of its ``register`` module (data, no side effects); :func:`load_builtins`
-reads those tables and the built-in domain files.
+reads those tables (the database kind's names the built-in domain files).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from envfactory.contract.environment import Environment
-from envfactory.contract.errors import DomainError
-from envfactory.domain.loader import builtin_domain_files, load_domain
+from envfactory.domain.loader import load_domain
 
 Factory = Callable[..., Environment]
 
 #: The kinds' registration modules, each with a ``WORLDS`` table of id -> EntryPoint.
 BUILTIN_TABLES: list[str] = [
+    "envfactory.db.register",  # one database world per built-in domain file
     "envfactory.terminal.register",
     "envfactory.research.register",
     "envfactory.repo.register",
@@ -110,26 +110,13 @@ def register_domain_file(path: str | Path, *, overwrite: bool = False) -> str:
     return spec.id
 
 
-def _refuse(error: DomainError) -> Factory:
-    def factory(seed: int = 0, scale: float = 1.0) -> Environment:
-        raise error
-
-    return factory
-
-
 def load_builtins() -> None:
-    """Register the built-in domain files and every kind's ``WORLDS`` table (once)."""
+    """Register every kind's ``WORLDS`` table (once)."""
     global _builtins_loaded
     with _LOCK:
         if _builtins_loaded:
             return
         _builtins_loaded = True
-        for path in builtin_domain_files():
-            try:
-                register_domain_file(path, overwrite=True)
-            except DomainError as exc:
-                # One broken file must not hide the other worlds; making this one says why.
-                register(path.stem, _refuse(exc), overwrite=True)
         for table in BUILTIN_TABLES:
             worlds: dict[str, EntryPoint] = _attribute(f"{table}:WORLDS")
             for env_id, entry in worlds.items():
