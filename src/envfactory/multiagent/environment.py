@@ -2,20 +2,15 @@
 (kind ``multiagent``).
 
 Tasks keep the discipline of every world: the task at (split, difficulty, index) comes from a
-hashed seed, and each generated set-up belongs to exactly one split by a hash of its content
-(rejection sampling; an enumerable world's set-ups by a hash of their place), so train,
-validation and test never share one. The split is 70/15/15 on one key (the set-up), which the
-task supply's content keys (:mod:`envfactory.tasks.supply`) would put at 50/25/25: small
-enumerable spaces keep more train set-ups this way. Worlds built on a database world take its
-task at the same address, and with it its split. Addresses are checked as the supply checks
-them (``check_address``). The difficulty ladder is
+hashed seed, and each set-up belongs to exactly one split (:mod:`envfactory.multiagent.tasks`
+says how and why), so train, validation and test never share one. Worlds built on a database
+world take its task at the same address, and with it its split. Addresses are checked as the
+supply checks them (``check_address``). The difficulty ladder is
 the strength of the scripted opponents a task is played against by default.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 import threading
 from abc import abstractmethod
@@ -23,34 +18,17 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import Field
-
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import EnvInfo, Environment
-from envfactory.contract.errors import SynthesisError
-from envfactory.contract.tasks import SPLITS, HiddenTask, PublicTask, Split, Task
+from envfactory.contract.tasks import PublicTask, Split, Task
 from envfactory.episode.seats import SeatPolicy
 from envfactory.multiagent.episode import MultiAgentEpisode
+from envfactory.multiagent.tasks import Deck, MultiAgentHidden, digest, partitioned
 from envfactory.multiagent.tools import SeatTool
-from envfactory.tasks.seeds import split_of, stable_hash, task_seed
+from envfactory.tasks.seeds import stable_hash, task_seed
 from envfactory.tasks.supply import check_address
 
 SPLIT_TRIES = 2000
-
-
-class MultiAgentHidden(HiddenTask):
-    """The hidden half of a multi-agent task: the seeded set-up, every seat's secrets included.
-    Only the episode reads it; each seat is shown its own part."""
-
-    game: dict[str, Any] = Field(default_factory=dict)
-
-
-def canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def digest(value: Any) -> str:
-    return hashlib.blake2b(canonical(value).encode(), digest_size=16).hexdigest()
 
 
 class MultiAgentEnvironment(Environment):
@@ -73,8 +51,8 @@ class MultiAgentEnvironment(Environment):
         self.seed = seed
         self.scale = scale
         self._lock = threading.RLock()
-        self._splits: dict[str, list[dict[str, Any]]] | None = None
-        self._cells: dict[tuple[Split, int], list[dict[str, Any]]] = {}
+        self._deck: Deck | None = None
+        self._enumerated = False
         self._make: Callable[[Split, int, int], Task] = lru_cache(maxsize=4096)(self._build)
 
     # -- the world's part ------------------------------------------------------------------------
@@ -96,24 +74,16 @@ class MultiAgentEnvironment(Environment):
         cell = self._cell(split, difficulty)
         if cell is not None:
             return cell[index % len(cell)]
-        return self.partitioned(rng, split, lambda r: self.draw(r, difficulty))
+        return partitioned(self.id, rng, split, lambda r: self.draw(r, difficulty))
 
     def _cell(self, split: Split, difficulty: int) -> list[dict[str, Any]] | None:
         """The set-ups of an enumerable world's cell, in the cell's seeded order."""
         with self._lock:
-            if self._splits is None:
+            if not self._enumerated:
                 every = self.space()
-                self._splits = {} if every is None else {s: [] for s in SPLITS}
-                for i, g in enumerate(every or ()):  # each set-up once: its place decides
-                    self._splits[split_of(self.id, "game", str(i))].append(g)
-            if split not in self._splits:
-                return None
-            key = (split, difficulty)
-            if key not in self._cells:
-                cell = list(self._splits[split])
-                random.Random(stable_hash("cell", self.id, split, difficulty)).shuffle(cell)
-                self._cells[key] = cell
-            return self._cells[key]
+                self._deck = None if every is None else Deck(self.id, every)
+                self._enumerated = True
+            return None if self._deck is None else self._deck.cell(split, difficulty)
 
     def capacity(self, split: Split, difficulty: int) -> int | None:
         cell = self._cell(split, difficulty)
@@ -151,16 +121,6 @@ class MultiAgentEnvironment(Environment):
         """The strength of the scripted opponents of a task at ``difficulty``."""
         ladder = self.strengths[-len(self.levels) :]
         return ladder[self.levels.index(difficulty)]
-
-    def partitioned(
-        self, rng: random.Random, split: Split, draw: Callable[[random.Random], dict[str, Any]]
-    ) -> dict[str, Any]:
-        """A set-up from ``draw`` that belongs to ``split`` (by a hash of its content)."""
-        for _ in range(SPLIT_TRIES):
-            game = draw(rng)
-            if split_of(self.id, "game", canonical(game)) == split:
-                return game
-        raise SynthesisError(f"{self.id}: no {split} set-up in {SPLIT_TRIES} draws")
 
     def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
         check_address(self.id, self.splits, self.levels, split, difficulty, index)

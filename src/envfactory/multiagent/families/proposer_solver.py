@@ -33,9 +33,9 @@ from envfactory.contract.values import load_json
 from envfactory.db.episode import DatabaseEpisode
 from envfactory.db.tasks import fingerprint
 from envfactory.episode.seats import SeatPolicy
-from envfactory.multiagent.environment import digest
 from envfactory.multiagent.episode import Action, MultiAgentEpisode
 from envfactory.multiagent.families.dbworld import DatabaseBacked
+from envfactory.multiagent.tasks import digest
 from envfactory.multiagent.tools import SeatTool
 from envfactory.policies.scripted import NoisyOracle, Oracle
 
