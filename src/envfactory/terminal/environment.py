@@ -2,34 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import random
 import re
-import threading
-from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any, Literal
-
-from pydantic import BaseModel
 
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import EnvInfo, Environment
-from envfactory.contract.errors import SynthesisError
-from envfactory.contract.tasks import PublicTask, Split, Task
-from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash, task_seed
+from envfactory.contract.tasks import Split, Task
+from envfactory.tasks.supply import PerAddress, TaskSupply
 from envfactory.terminal import tools
-from envfactory.terminal.checks import static_passes
 from envfactory.terminal.episode import TerminalEpisode
-from envfactory.terminal.family import DIFFICULTIES, STARTER, Draft, Family, TerminalHidden
-from envfactory.terminal.fs import tree_hash, tree_of
+from envfactory.terminal.family import DIFFICULTIES, Family, TerminalHidden
 from envfactory.terminal.sandbox import Limits, unavailable_reason
+from envfactory.terminal.tasks import RULES, TerminalDrafter
 
-PERSONA = "You are a careful assistant working in a Linux shell."
-RULES = [
-    "Work inside /work; the rest of the system is read-only and there is no network.",
-    "Do what the request asks and nothing more; do not delete files you were not asked to.",
-    "When you are done, reply with a short final message.",
-]
 MAX_ATTEMPTS = 400
 
 
@@ -47,89 +32,22 @@ class TerminalEnvironment(Environment):
         self.family = family
         self.seed = seed
         self.limits = limits or Limits()
-        self._lock = threading.Lock()
-        self._make = lru_cache(maxsize=1024)(self._generate)
+        self.supply = TaskSupply(
+            self.id,
+            TerminalDrafter(family),
+            DIFFICULTIES,
+            seed=seed,
+            order=PerAddress(attempts=MAX_ATTEMPTS),
+        )
 
     @property
     def difficulties(self) -> list[int]:
         return list(DIFFICULTIES)
 
     def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
-        if difficulty not in DIFFICULTIES:
-            raise SynthesisError(f"{self.id} has difficulties {DIFFICULTIES}, not {difficulty}")
-        with self._lock:
-            return self._make(split, difficulty, index)
-
-    def _generate(self, split: Split, difficulty: int, index: int) -> Task:
-        """Draw until a task lands in ``split`` (by hashes of its content) and fails at start."""
-        base = task_seed(self.id, split, difficulty, index)
-        for attempt in range(MAX_ATTEMPTS):
-            rng = random.Random(stable_hash(base, self.seed, attempt))
-            draft = (
-                self.family.starter(rng)
-                if difficulty == STARTER
-                else self.family.generate(rng, difficulty)
-            )
-            if self.split_of(draft, split) != split:
-                continue
-            initial = tree_of(draft.initial_files())
-            if static_passes(draft.tests, initial):
-                continue
-            fp = _fingerprint(draft)
-            return self._task(draft, split, difficulty, index, fp, tree_hash(initial))
-        raise SynthesisError(f"no {split} task at {self.id} difficulty {difficulty}")
-
-    def split_of(self, draft: Draft, wanted: Split | None = None) -> Split | None:
-        """The split ``draft`` belongs to, or None when it belongs to none.
-
-        Its instruction, its gold plan and its tests (what it asks, its solution, its
-        target) each hash to train or held-out; a task is train when all three do, held-out
-        when all three do, and is drawn again otherwise. So no instruction, solution or
-        target of a held-out task is ever those of a train task. Held-out tasks divide into
-        validation and test by their solution's hash. With ``wanted`` it stops (None) at the
-        first key that rules that split out, cheapest first: most drafts are drawn for a
-        split they miss, and their plan and tests need not be serialised."""
-        held = content_unit(self.id, "instruction", draft.instruction) >= TRAIN_SHARE
-        if wanted is not None and held != (wanted != "train"):
-            return None
-        solution = _dump(draft.gold)
-        if (content_unit(self.id, "solution", solution) >= TRAIN_SHARE) != held:
-            return None
-        split: Split = "train"
-        if held:
-            split = "validation" if content_unit(self.id, "held-out", solution) < 0.5 else "test"
-        if wanted is not None and split != wanted:
-            return None
-        if (content_unit(self.id, "target", _dump(draft.tests)) >= TRAIN_SHARE) != held:
-            return None
-        return split
-
-    def _task(
-        self, d: Draft, split: Split, difficulty: int, index: int, fp: str, initial: str
-    ) -> Task:
-        task_id = f"{self.id}/{split}/{difficulty}/{index}"
-        public = PublicTask(
-            task_id=task_id,
-            env_id=self.id,
-            split=split,
-            difficulty=difficulty,
-            instruction=d.instruction,
-            persona=PERSONA,
-            rules=RULES,
-            tools=d.tools or list(tools.TOOLS),
-        )
-        hidden = TerminalHidden(
-            task_id=task_id,
-            goals=d.goals or [self.id],
-            gold_plan=d.gold,
-            target=[],
-            knobs={"difficulty": difficulty, **d.knobs},
-            fingerprint=fp,
-            files=d.initial_files(),
-            tests=d.tests,
-            shape=d.shape,
-        )
-        return Task(public=public, hidden=hidden, initial_hash=initial)
+        """The first of the address's own draws that lands in ``split`` (by the hashes of
+        what it asks, its gold plan and its tests) and fails at the start."""
+        return self.supply.task(split, difficulty, index)
 
     def episode(self, config: EpisodeConfig | None = None) -> TerminalEpisode:
         return TerminalEpisode(self, config)
@@ -178,15 +96,3 @@ def step_signature(tool: str, arguments: dict[str, Any]) -> str:
         text, programs = str(arguments.get("path", "")), {}
     exts = sorted({e.lower() for e in _EXT.findall(text)})
     return ":".join([tool, "+".join(programs), "+".join(exts)])
-
-
-def _fingerprint(d: Draft) -> str:
-    parts = [d.instruction]
-    parts += [f.model_dump_json() for f in d.initial_files()]
-    parts += [t.model_dump_json() for t in d.tests]
-    return f"{stable_hash(*parts):016x}"
-
-
-def _dump(models: Sequence[BaseModel]) -> str:
-    """A split key: the models as canonical JSON."""
-    return json.dumps([m.model_dump() for m in models], sort_keys=True)
