@@ -57,7 +57,7 @@ def makefile(data: str, build: str, out: str) -> str:
 BREAKING = ("tab", "script", "rule")
 EXTRA = ("wildcard", "deps", "clean")
 # The gold fixes bugs in this order, so tasks with the same bugs in the same folders share
-# one plan and split_of keeps them in one split.
+# one plan, and the split guard (its solution key) keeps them in one split.
 FIXES = BREAKING + EXTRA
 # Folder names are one of these and a word ("input-cedar"): with a few fixed names, a train
 # task's Makefile (replayed) often named a held-out task's folders and solved it.
