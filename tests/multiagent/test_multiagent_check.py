@@ -18,7 +18,7 @@ from envfactory.multiagent.families.games.base import other
 from envfactory.multiagent.families.games.connect_four import ConnectFour, ConnectFourEpisode
 from envfactory.quality.audit import AuditReport, audit_world
 from envfactory.quality.check import check
-from envfactory.quality.seat_check import sign_test
+from envfactory.quality.stats import binomial_tail
 
 
 @pytest.mark.parametrize("env_id", MULTI)
@@ -97,7 +97,10 @@ def test_envs_json_lists_seats() -> None:
     assert all(i["agents"] == 1 for i in items.values() if i["kind"] != "multiagent")
 
 
-def test_sign_test() -> None:
+def test_the_sign_test_is_the_binomial_tail_of_fair_flips() -> None:
+    def sign_test(wins: int, losses: int) -> float:
+        return binomial_tail(wins, wins + losses, 0.5)
+
     assert sign_test(0, 0) == 1.0
     assert sign_test(5, 0) == pytest.approx(1 / 32)
     assert sign_test(3, 3) == pytest.approx(42 / 64)

@@ -1,5 +1,6 @@
-"""``envfactory match``: the old name of ``envfactory rollout ENV --seat ...`` for one world with
-seats, with its own summary: trajectories, statuses, reward and players by seat."""
+"""``envfactory match``: the older command for one world with seats: the rollout engine of
+``envfactory rollout ENV --seat ...`` (without oversample or resume), with its own summary:
+trajectories, statuses, reward and players by seat."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def match(
     json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Episodes of a world with seats through the rollout engine: one trajectory per seat
-    (``envfactory rollout ENV --seat ...`` under its old name)."""
+    (``envfactory rollout ENV --seat ...`` has oversample and resume too)."""
     env = load_env(env_id)
     if not env.seats:
         raise fail(f"{env_id} is a world of one agent: run it with envfactory rollout")

@@ -52,7 +52,9 @@ class SeatedEpisode(Episode):
 
     @abstractmethod
     def observe(self, seat: str) -> Observation:
-        """``seat``'s view now (what it may see since it last acted, its options)."""
+        """``seat``'s view now (what it may see since it last acted, its options). Its
+        ``data`` holds ``briefing`` (what the seat is told once, at its first look; empty
+        later) and ``events`` (what happened since it last looked; may be empty)."""
 
     @abstractmethod
     def step(self, action: Any, seat: str | None = None) -> Observation:

@@ -14,11 +14,9 @@ outcome shows); ``invalid_outcomes`` counts those it could not confirm, and must
 
 from __future__ import annotations
 
-import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from fractions import Fraction
 from statistics import fmean
 from typing import ClassVar
 
@@ -27,10 +25,10 @@ from pydantic import BaseModel
 from envfactory.contract.environment import Environment
 from envfactory.episode.seats import SeatedEpisode, SeatedWorld, SeatPolicy, play_seats
 from envfactory.quality.cells import sample_cells
+from envfactory.quality.stats import ALPHA, binomial_tail
 from envfactory.tasks.seeds import SPLIT_SHARES
 
 Progress = Callable[[int], None]
-ALPHA = 0.01
 
 
 class LevelStats(BaseModel):
@@ -82,15 +80,6 @@ class SeatCheckReport(BaseModel):
     passed: bool
 
 
-def sign_test(wins: int, losses: int) -> float:
-    """One-sided p-value of at least ``wins`` successes in ``wins + losses`` fair coin flips."""
-    n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(wins, n + 1))
-    return min(1.0, float(Fraction(tail, 2**n)))
-
-
 def seat_check(
     env: Environment,
     world: SeatedWorld,
@@ -134,7 +123,7 @@ def seat_check(
             progress(2)
     episode.close()
     won, lost = sum(d > 1e-9 for d in diffs), sum(d < -1e-9 for d in diffs)
-    p = sign_test(won, lost)
+    p = binomial_tail(won, won + lost, 0.5)  # the sign test: wins of fair coin flips
     beats = won > lost and p < ALPHA
     per = len(measured)
     report = SeatCheckReport(

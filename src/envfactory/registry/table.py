@@ -116,15 +116,19 @@ def load_builtins() -> None:
     with _LOCK:
         if _builtins_loaded:
             return
-        _builtins_loaded = True
-        for table in BUILTIN_TABLES:
-            worlds: dict[str, EntryPoint] = _attribute(f"{table}:WORLDS")
-            for env_id, entry in worlds.items():
-                why = entry.why_unavailable()
-                if why is None:
-                    register(env_id, entry, overwrite=True)
-                else:
-                    register_unavailable(env_id, why)
+        _builtins_loaded = True  # before the tables: an availability check may list worlds
+        try:
+            for table in BUILTIN_TABLES:
+                worlds: dict[str, EntryPoint] = _attribute(f"{table}:WORLDS")
+                for env_id, entry in worlds.items():
+                    why = entry.why_unavailable()
+                    if why is None:
+                        register(env_id, entry, overwrite=True)
+                    else:
+                        register_unavailable(env_id, why)
+        except BaseException:
+            _builtins_loaded = False  # a broken table leaves no half-filled registry behind
+            raise
 
 
 def registered() -> list[str]:

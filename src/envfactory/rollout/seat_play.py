@@ -139,7 +139,11 @@ class SeatPlay(Play):
         obs: Observation = await self._env(partial(ep.observe, seat))
         if not rec.messages:
             rec.messages = [{"role": "system", "content": self._system(seat, rec.tools)}]
-        if obs.data["briefing"] or obs.data["events"] or rec.messages[-1]["role"] == "assistant":
+        if (
+            obs.data.get("briefing")
+            or obs.data.get("events")
+            or rec.messages[-1]["role"] == "assistant"
+        ):
             rec.messages.append({"role": "user", "content": obs.content})
         self._session(seat)
         shown, cut = await self.contexts[seat].build(rec.messages)
