@@ -99,3 +99,10 @@ def test_unknown_sections_and_options_are_refused() -> None:
     assert done.returncode == 2 and "--no-such-option" in done.stderr
     done = bench("--web", "--decode")
     assert done.returncode == 2 and "one section at a time" in done.stderr
+
+
+def test_a_section_given_a_world_of_another_kind_says_so() -> None:
+    for args in (("sandbox", "--env", "retail"), ("research", "--envs", "retail")):
+        done = bench(*args)
+        assert done.returncode == 2 and "retail is a db world" in done.stderr, done.stderr
+        assert not done.stdout

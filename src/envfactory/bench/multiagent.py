@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
+from envfactory.contract.errors import WrongKind
 from envfactory.multiagent.environment import MultiAgentEnvironment
 from envfactory.registry import list_envs, make
 from envfactory.rollout.engine import RolloutEngine
@@ -78,6 +79,6 @@ def bench_multiagent(envs: Sequence[str] = (), episodes: int = 100) -> list[dict
     for env_id in ids:
         env = make(env_id)
         if not isinstance(env, MultiAgentEnvironment):
-            raise ValueError(f"{env_id} is not a multi-agent world")
+            raise WrongKind(f"{env_id} is not a multi-agent world")
         rows.append(bench_world(env, episodes))
     return rows

@@ -18,6 +18,7 @@ from statistics import median
 from pydantic import BaseModel
 
 from envfactory.contract.actions import ToolCall
+from envfactory.contract.errors import WrongKind
 from envfactory.quality.stats import wilson
 from envfactory.registry import make
 from envfactory.repo.environment import RepoEnvironment
@@ -67,7 +68,8 @@ def bench_repo(
     each level's supply from that many random candidates judged as the level judges them
     (``on_level`` sees each level as it is measured)."""
     env = make(env_id)
-    assert isinstance(env, RepoEnvironment)
+    if not isinstance(env, RepoEnvironment):
+        raise WrongKind(f"{env_id} is a {env.kind} world, not a repository world")
     drawn = [env.task("train", 1, i) for i in range(tasks)]
     resets, steps, verdicts = [], [], []
     episode = env.episode()

@@ -20,6 +20,7 @@ from statistics import median, quantiles
 from pydantic import BaseModel, Field
 
 from envfactory.contract.actions import ToolCall
+from envfactory.contract.errors import WrongKind
 from envfactory.contract.tasks import SPLITS
 from envfactory.registry import make
 from envfactory.research.corpus import Corpus
@@ -64,7 +65,7 @@ def bench_world(env_id: str, episodes: int = 200) -> ResearchWorldBench:
     call of the episode API."""
     env = make(env_id)
     if not isinstance(env, ResearchWorld):
-        raise ValueError(f"{env_id} is a {env.kind} world, not a research world")
+        raise WrongKind(f"{env_id} is a {env.kind} world, not a research world")
     started = time.perf_counter()
     documents = len(env.corpus.docs)
     built = time.perf_counter() - started

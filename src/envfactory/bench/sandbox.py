@@ -19,6 +19,7 @@ from statistics import median
 from pydantic import BaseModel
 
 from envfactory.contract.actions import ToolCall
+from envfactory.contract.errors import WrongKind
 from envfactory.contract.tasks import SPLITS
 from envfactory.registry import make
 from envfactory.terminal.environment import TerminalEnvironment
@@ -55,7 +56,7 @@ def bench_sandbox(
 ) -> SandboxBench:
     env = make(env_id)
     if not isinstance(env, TerminalEnvironment):
-        raise ValueError(f"{env_id} is a {env.kind} world; this benchmark measures terminal ones")
+        raise WrongKind(f"{env_id} is a {env.kind} world; this benchmark measures terminal ones")
     clock = time.perf_counter
     plain: list[float] = []
     boxed: list[float] = []

@@ -22,7 +22,9 @@ from statistics import median, quantiles
 
 from pydantic import BaseModel
 
+from envfactory.bench.sections import Unavailable
 from envfactory.contract.actions import ToolCall
+from envfactory.contract.errors import WrongKind
 from envfactory.contract.tasks import Task
 from envfactory.policies.scripted import Oracle
 from envfactory.registry import make
@@ -154,9 +156,10 @@ def bench_web(
     episodes each."""
     why = browser.available()
     if why is not None:
-        raise RuntimeError(f"web worlds need a browser: {why}")
+        raise Unavailable(f"web worlds need a browser: {why}")
     env = make(env_id)
-    assert isinstance(env, WebEnvironment)
+    if not isinstance(env, WebEnvironment):
+        raise WrongKind(f"{env_id} is a {env.kind} world, not a web world")
     episode = env.episode()
     episode.reset(env.task("train", 1, 0))  # the browser starts before the clock
     resets: list[float] = []

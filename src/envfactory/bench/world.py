@@ -16,6 +16,7 @@ from statistics import median
 from pydantic import BaseModel
 
 from envfactory.contract.actions import ToolCall
+from envfactory.contract.errors import WrongKind
 from envfactory.contract.tasks import SPLITS, Task
 from envfactory.db.environment import DatabaseEnvironment
 from envfactory.db.tasks import TaskFactory
@@ -55,7 +56,7 @@ def _rss_kb() -> float:
 def bench_world(env_id: str = "retail", episodes: int = 300, live: int = 1000) -> WorldBench:
     env = make(env_id)
     if not isinstance(env, DatabaseEnvironment):
-        raise ValueError(f"{env_id} is a {env.kind} world; this benchmark measures database worlds")
+        raise WrongKind(f"{env_id} is a {env.kind} world; this benchmark measures database worlds")
     tasks: list[Task] = [
         env.task(SPLITS[i % 3], env.difficulties[i % len(env.difficulties)], i // 15)
         for i in range(episodes)

@@ -22,6 +22,11 @@ class EnvironmentUnavailable(UnknownEnvironment):
     """An environment is known but cannot be made here: its data or runtime is missing."""
 
 
+class WrongKind(EnvFactoryError):
+    """A world of another kind than the code asked for (a benchmark of research worlds given a
+    database world)."""
+
+
 class SynthesisError(EnvFactoryError):
     """No valid task could be made for a (split, difficulty, index)."""
 
