@@ -120,6 +120,9 @@ def test_seating() -> None:
         Seating(learner, {"player_1": "robot"})
     with pytest.raises(ValueError, match="no seat"):
         Seating(learner, {"front": "learner"}).resolve(c4, even)
+    loop = {"player_0": "same:player_1", "player_1": "same:player_0"}
+    with pytest.raises(ValueError, match="in a loop: player_0 -> player_1 -> player_0"):
+        Seating(learner, loop).resolve(c4, even)
     coop = world("cooperation")
     task = coop.task("train", 1, 0)
     assert set(Seating(learner).resolve(coop, task).values()) == {learner}  # partners: self-play

@@ -123,13 +123,26 @@ class Seating:
             elif kind == "scripted":
                 level = int(value) if value else env.opponent(task.public.difficulty)
                 out[seat] = self.scripted(env, level)
-        for seat, spec in specs.items():
-            if isinstance(spec, str) and _parse(seat, spec)[0] == "same":
-                target = _parse(seat, spec)[1]
-                if target not in out:
-                    raise ValueError(f"seat {seat} plays as {target!r}, which is not a seat here")
-                out[seat] = out[target]
+        for seat in specs:
+            if seat not in out:
+                out[seat] = out[self._played_as(seat, specs)]
         return out
+
+    @staticmethod
+    def _played_as(seat: str, specs: dict[str, SeatSpec]) -> str:
+        """The seat whose policy ``seat`` plays, following ``same:`` links to their end."""
+        chain = [seat]
+        while True:
+            spec = specs[chain[-1]]
+            if not isinstance(spec, str) or _parse(chain[-1], spec)[0] != "same":
+                return chain[-1]
+            target = _parse(chain[-1], spec)[1]
+            if target not in specs:
+                raise ValueError(f"seat {chain[-1]} plays as {target!r}, which is not a seat here")
+            if target in chain:
+                loop = " -> ".join([*chain[chain.index(target) :], target])
+                raise ValueError(f"seats play as each other in a loop: {loop}")
+            chain.append(target)
 
     def scripted(self, env: SeatedWorld, level: int) -> ScriptedSeatPolicy:
         key = (env.id, level)
