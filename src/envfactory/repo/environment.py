@@ -1,22 +1,21 @@
 """Repository-repair worlds: real projects with injected bugs, judged by their own tests.
 
-Tasks are drawn lazily: each (split, difficulty) cell walks a seeded order of the candidate
-mutations of its split's files, verifies them in batches (cached on disk) and keeps those
-that make some tests fail; task ``index`` is the cell's ``index``-th kept one, so every
-task is verified, solvable (reverting the mutation is its gold plan) and distinct.
-Splits are disjoint by project file: a file's hash puts it, and every bug in it, in one
-split.
+Tasks come from the shared task supply (:mod:`envfactory.tasks.supply`): each (split,
+difficulty) cell reads the stream of :class:`~envfactory.repo.drafter.RepoDrafter` (its split's
+candidate mutations in a seeded order, verified in batches, cached on disk) and keeps the bug
+groups its level accepts (:meth:`RepoEnvironment.accept`); task ``index`` is the cell's
+``index``-th kept group. A cell reads its catalogue to the end (no patience): no split holds
+4,000 candidates (3,230 train, 1,418 validation, 826 test), the most a cell once scanned per
+index asked, and a patience (candidates in a row without a task) could refuse a late task that
+a bound on the scan keeps. An index beyond a cell's size is refused once the cell is verified
+to its end.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import random
-import shlex
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -24,39 +23,29 @@ from typing import Any, Literal
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.errors import SynthesisError
-from envfactory.contract.tasks import PlanStep, PublicTask, Split, Task
+from envfactory.contract.tasks import Split, Task
 from envfactory.repo import projects
+from envfactory.repo.drafter import (
+    BATCH,
+    DIFFICULTIES,
+    RULES,
+    STARTER,
+    Candidates,
+    Kept,
+    RepoDrafter,
+    file_key,
+    gold_edits,
+)
 from envfactory.repo.episode import RepoEpisode
 from envfactory.repo.exploits import RepoTrick, repo_exploits
 from envfactory.repo.mutate import Mutation, candidates
 from envfactory.repo.projects import PROJECTS, Project
-from envfactory.repo.tasks import Bug, RepoHidden, source_hash
+from envfactory.repo.tasks import RepoHidden
 from envfactory.repo.tools import TOOLS, schemas
 from envfactory.repo.verify import baseline, verify
-from envfactory.tasks.seeds import TRAIN_SHARE, content_unit, stable_hash
+from envfactory.tasks.seeds import stable_hash
+from envfactory.tasks.supply import CellStream, TaskSupply, split_by_content
 from envfactory.terminal.sandbox import Limits
-
-STARTER = 0
-DIFFICULTIES = [STARTER, 1, 2, 3, 4, 5]
-WRITE_MAX = TOOLS["write_file"][1]["content"].max_length or 0  # the most a gold write_file holds
-PERSONA = "You are a careful software engineer fixing a bug in a Python project."
-RULES = [
-    "The project is in /work; pytest is installed (run `python3 -m pytest`). There is no network.",
-    "Fix the library's source; do not change the tests: they are run from a pristine copy.",
-    "Keep your edits inside the faulty functions: a change to other functions, module-level "
-    "code or other files earns nothing.",
-    "When you are done, reply with a short final message.",
-]
-BATCH = 12
-MAX_SCAN = 4000
-
-
-@dataclass
-class _Cell:
-    order: list[tuple[Project, Mutation]]
-    pos: int = 0
-    kept: list[list[tuple[Project, Mutation]]] = field(default_factory=list)
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
 
 
 class RepoEnvironment(Environment):
@@ -82,31 +71,31 @@ class RepoEnvironment(Environment):
         self.limits = limits or Limits(wall_s=60, cpu_s=60, memory_mb=1024, processes=64)
         names = project_names or tuple(p.name for p in PROJECTS)
         self.projects = [p for p in PROJECTS if p.name in names]
-        self._lock = threading.RLock()
-        self._cells: dict[tuple[Split, int], _Cell] = {}
-        self._tasks: dict[tuple[Split, int, int], Task] = {}
+        self.task_supply = TaskSupply(
+            env_id, RepoDrafter(self), DIFFICULTIES, seed=seed, order=CellStream(patience=None)
+        )
         self.run_cache: dict[str, tuple[set[str], str]] = {}  # source state -> tests not passing
 
     @property
     def difficulties(self) -> list[int]:
         return list(DIFFICULTIES)
 
+    def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
+        return self.task_supply.task(split, difficulty, index)
+
     # -- the candidates ----------------------------------------------------------------------
 
     def file_split(self, p: Project, rel: str) -> Split:
-        key = f"{p.key}/{rel}"
-        if content_unit(self.id, "file", key) < TRAIN_SHARE:
-            return "train"
-        return "validation" if content_unit(self.id, "held-out", key) < 0.5 else "test"
+        key = file_key(p, rel)
+        split = split_by_content(self.id, [("file", key)], divider=key)
+        if split is None:  # one key never disagrees with itself
+            raise SynthesisError(f"{self.id}: {key} has no split")
+        return split
 
     @cached_property
-    def catalog(self) -> dict[Split, list[tuple[Project, Mutation]]]:
+    def catalog(self) -> dict[Split, Candidates]:
         """Every candidate whose line some passing test runs, by the split of its file."""
-        out: dict[Split, list[tuple[Project, Mutation]]] = {
-            "train": [],
-            "validation": [],
-            "test": [],
-        }
+        out: dict[Split, Candidates] = {"train": [], "validation": [], "test": []}
         for p in self.projects:
             base = baseline(p)
             root = projects.tree_path(p)
@@ -117,50 +106,9 @@ class RepoEnvironment(Environment):
                         out[split].append((p, m))
         return out
 
-    def _cell(self, split: Split, difficulty: int) -> _Cell:
-        cell = self._cells.get((split, difficulty))
-        if cell is None:
-            # Blocks of one project each, so that a batch is verified in one sandbox run.
-            rng = random.Random(stable_hash("repo-order", self.id, self.seed, split, difficulty))
-            blocks = []
-            for p in self.projects:
-                mine = [x for x in self.catalog[split] if x[0] is p]
-                rng.shuffle(mine)
-                blocks += [mine[i : i + BATCH] for i in range(0, len(mine), BATCH)]
-            rng.shuffle(blocks)
-            cell = self._cells[(split, difficulty)] = _Cell([x for b in blocks for x in b])
-        return cell
+    # -- what a level keeps ------------------------------------------------------------------
 
-    # -- tasks -------------------------------------------------------------------------------
-
-    def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
-        if difficulty not in DIFFICULTIES:
-            raise SynthesisError(f"{self.id} has difficulties {DIFFICULTIES}, not {difficulty}")
-        with self._lock:
-            key = (split, difficulty, index)
-            if key not in self._tasks:
-                cell = self._cell(split, difficulty)
-                while len(cell.kept) <= index:
-                    if cell.pos >= min(len(cell.order), MAX_SCAN * (index + 1)):
-                        raise SynthesisError(
-                            f"no {split} task {index} at {self.id} level {difficulty}"
-                        )
-                    self._scan(cell, split, difficulty)
-                self._tasks[key] = self._make(split, difficulty, index, cell.kept[index],
-                                              cell.verdicts[index])  # fmt: skip
-            return self._tasks[key]
-
-    def _scan(self, cell: _Cell, split: Split, difficulty: int) -> None:
-        """Verify the next batch of the cell's order; keep what the level accepts."""
-        batch = cell.order[cell.pos : cell.pos + BATCH]
-        cell.pos += len(batch)
-        for group, verdict in self._accept(batch, difficulty):
-            cell.kept.append(group)
-            cell.verdicts.append(verdict)
-
-    def _accept(
-        self, batch: list[tuple[Project, Mutation]], difficulty: int
-    ) -> list[tuple[list[tuple[Project, Mutation]], dict[str, Any]]]:
+    def accept(self, batch: Candidates, difficulty: int) -> list[Kept]:
         """The tasks (bug groups and their verdicts) a batch of candidates gives at a level,
         in batch order. Every sandbox run serves the whole batch: its candidates, then
         (levels 4 and 5) each round of their partners, then their combinations."""
@@ -174,7 +122,7 @@ class RepoEnvironment(Environment):
             partners = self._partners([(p, m) for p, m, _ in firsts], difficulty)
         else:
             partners = [[] for _ in firsts]
-        groups: list[tuple[list[tuple[Project, Mutation]], dict[str, Any]]] = []
+        groups: list[Kept] = []
         for (p, m, v), more in zip(firsts, partners, strict=True):
             if more is None:
                 continue
@@ -195,7 +143,7 @@ class RepoEnvironment(Environment):
             out.append((group, verdict))
         return out
 
-    def _verify_singles(self, batch: list[tuple[Project, Mutation]]) -> list[dict[str, Any]]:
+    def _verify_singles(self, batch: Candidates) -> list[dict[str, Any]]:
         by_project: dict[str, list[int]] = {}
         for i, (p, _) in enumerate(batch):
             by_project.setdefault(p.key, []).append(i)
@@ -216,7 +164,7 @@ class RepoEnvironment(Environment):
             return not near
         return True
 
-    def _verify_groups(self, groups: list[list[tuple[Project, Mutation]]]) -> list[dict[str, Any]]:
+    def _verify_groups(self, groups: list[Candidates]) -> list[dict[str, Any]]:
         """The verdict on each group of mutations applied together: one run per project."""
         by_project: dict[str, list[int]] = {}
         for i, group in enumerate(groups):
@@ -229,17 +177,13 @@ class RepoEnvironment(Environment):
                 out[i] = v
         return out
 
-    def _partners(
-        self, firsts: list[tuple[Project, Mutation]], difficulty: int
-    ) -> list[list[tuple[Project, Mutation]] | None]:
+    def _partners(self, firsts: Candidates, difficulty: int) -> list[Candidates | None]:
         """Other bugs for each level-4 (same file) or level-5 (other files) task, drawn from
         the candidates of the same project in the split of the first one's file, each
         verified alone (in up to three rounds of four picks; a round's picks for every
         first share one run)."""
         want = 1 if difficulty == 4 else 2
-        states: list[
-            tuple[random.Random, list[tuple[Project, Mutation]], list[tuple[Project, Mutation]]]
-        ] = []
+        states: list[tuple[random.Random, Candidates, Candidates]] = []
         for p, first in firsts:
             rng = random.Random(stable_hash("partners", self.id, first.id, difficulty))
             pool = [
@@ -267,87 +211,13 @@ class RepoEnvironment(Environment):
         return [chosen if len(chosen) == want else None for _, _, chosen in states]
 
     @staticmethod
-    def _each_seen(group: list[tuple[Project, Mutation]], verdict: dict[str, Any]) -> bool:
+    def _each_seen(group: Candidates, verdict: dict[str, Any]) -> bool:
         """Every bug of a group still makes one of its own tests fail, together."""
         for p, m in group:
             own = set(verify(p, [[m]])[0].get("failing", {}))
             if not own & set(verdict["failing"]):
                 return False
         return True
-
-    def _make(
-        self,
-        split: Split,
-        difficulty: int,
-        index: int,
-        group: list[tuple[Project, Mutation]],
-        verdict: dict[str, Any],
-    ) -> Task:
-        p = group[0][0]
-        ms = [m for _, m in group]
-        s_files = {m.file for m in ms}
-        root = projects.tree_path(p)
-        texts = {rel: (root / rel).read_bytes() for rel in s_files}
-        mutated = dict(texts)
-        for rel in s_files:
-            for m in sorted((m for m in ms if m.file == rel), key=lambda m: -m.start):
-                mutated[rel] = m.apply(mutated[rel])
-        bugs = []
-        edits = gold_edits(texts, ms)
-        if edits is None:
-            raise SynthesisError(f"no gold edits for {ms[0].id}")
-        for m in sorted(ms, key=lambda m: (m.file, m.start)):
-            own = set(verify(p, [[m]])[0]["failing"])
-            failing = {t: msg for t, msg in verdict["failing"].items() if t in own}
-            old, new = edits[m.id]
-            bugs.append(
-                Bug(
-                    file=m.file,
-                    op=m.op,
-                    line=m.line,
-                    old=old,
-                    new=new,
-                    failing=failing,
-                    qualname=m.qualname or "",
-                )
-            )
-        task_id = f"{self.id}/{split}/{difficulty}/{index}"
-        rng = random.Random(stable_hash("repo-text", self.id, task_id))
-        instruction, tools = _instruction(p, bugs, difficulty, rng)
-        sources = {rel: text.decode("utf-8", "replace") for rel, text in texts.items()}
-        gold, needs = _gold(bugs, difficulty, sources)
-        shape = [p.name, *(f"{b.op}:{b.file.rsplit('/', 1)[-1]}" for b in bugs)]
-        public = PublicTask(
-            task_id=task_id,
-            env_id=self.id,
-            split=split,
-            difficulty=difficulty,
-            instruction=instruction,
-            persona=PERSONA,
-            rules=RULES,
-            tools=tools,
-        )
-        hidden = RepoHidden(
-            task_id=task_id,
-            goals=[f"fix:{b.op}" for b in bugs],
-            gold_plan=gold,
-            needs=needs,
-            target=[],
-            knobs={
-                "difficulty": difficulty,
-                "bugs": len(bugs),
-                "files": len(s_files),
-                "test_shown": int(difficulty in (1, 2)),
-            },
-            fingerprint=hashlib.sha256(
-                "\n".join(sorted(m.id for m in ms)).encode() + p.key.encode()
-            ).hexdigest()[:16],
-            project=p.key,
-            mutations=[{"file": m.file, "start": m.start, "end": m.end, "new": m.new} for m in ms],
-            bugs=bugs,
-            shape=shape,
-        )
-        return Task(public=public, hidden=hidden, initial_hash=source_hash(p, mutated))
 
     # -- the rest of the contract ------------------------------------------------------------
 
@@ -392,12 +262,12 @@ class RepoEnvironment(Environment):
         """Candidate mutations (lines some passing test runs) per split."""
         return {s: len(v) for s, v in self.catalog.items()}
 
-    def _sample(self, n: int, seed: int) -> list[list[tuple[Project, Mutation]]]:
+    def _sample(self, n: int, seed: int) -> list[Candidates]:
         """``n`` candidates drawn at random from every split, in batches of one project (so
         that each batch is one sandbox run)."""
         pool = [x for v in self.catalog.values() for x in v]
         picks = random.Random(stable_hash("sample", seed)).sample(pool, min(n, len(pool)))
-        by_project: dict[str, list[tuple[Project, Mutation]]] = {}
+        by_project: dict[str, Candidates] = {}
         for p, m in picks:
             by_project.setdefault(p.key, []).append((p, m))
         size = 2 * BATCH
@@ -410,11 +280,11 @@ class RepoEnvironment(Environment):
     def sample_level(self, difficulty: int, n: int, seed: int = 0) -> tuple[int, int, set[str]]:
         """How many of ``n`` candidates drawn at random (from every split) a level keeps:
         ``(drawn, kept, identities of the kept bug sets)``. Each is judged exactly as a
-        cell's scan judges it (verified, fitted to the level, partnered, combined); every
+        cell's stream judges it (verified, fitted to the level, partnered, combined); every
         level judges the same draw (its verdicts are shared)."""
         drawn, kept, found = 0, 0, set[str]()
         for batch in self._sample(n, seed):
-            accepted = self._accept(batch, difficulty)
+            accepted = self.accept(batch, difficulty)
             drawn += len(batch)
             kept += len(accepted)
             found.update(key_of_group(g) for g, _ in accepted)
@@ -427,7 +297,7 @@ class RepoEnvironment(Environment):
             yield from zip((m for _, m in batch), self._verify_singles(batch), strict=True)
 
 
-def key_of_group(group: list[tuple[Project, Mutation]]) -> str:
+def key_of_group(group: Candidates) -> str:
     """A bug set's identity: its project and mutations."""
     return group[0][0].key + "|" + "+".join(sorted(m.id for _, m in group))
 
@@ -468,164 +338,3 @@ def _names_by_function(path: Path) -> dict[str, set[str]]:
                 elif isinstance(sub, ast.Attribute):
                     names.add(sub.attr)
     return out
-
-
-def gold_edits(texts: dict[str, bytes], ms: list[Mutation]) -> dict[str, tuple[str, str]] | None:
-    """Per mutation id, the gold edit (``old`` whole lines of the mutated file, widened until
-    unique, and the same lines with that one mutation reverted); None when the edits, made
-    in file order, do not give the original files back."""
-    out: dict[str, tuple[str, str]] = {}
-    for rel, original in texts.items():
-        mine = sorted((m for m in ms if m.file == rel), key=lambda m: m.start)
-        mutated, shift, places = original, 0, []
-        for m in mine:
-            places.append(m.start + shift)
-            shift += len(m.new.encode()) - (m.end - m.start)
-        for m in reversed(mine):
-            mutated = m.apply(mutated)
-        for m, pos in zip(mine, places, strict=True):
-            end = pos + len(m.new.encode())
-            a = mutated.rfind(b"\n", 0, pos) + 1
-            b = mutated.find(b"\n", end)
-            b = len(mutated) if b < 0 else b
-            while mutated.count(mutated[a:b]) > 1 and (a > 0 or b < len(mutated)):
-                a = mutated.rfind(b"\n", 0, a - 1) + 1 if a > 0 else 0
-                nb = mutated.find(b"\n", b + 1)
-                b = len(mutated) if nb < 0 else nb
-            old = mutated[a:b]
-            new = mutated[a:pos] + m.old.encode() + mutated[end:b]
-            out[m.id] = (old.decode(), new.decode())
-        cur = mutated.decode()
-        for m in mine:
-            old_s, new_s = out[m.id]
-            if cur.count(old_s) != 1:
-                return None
-            cur = cur.replace(old_s, new_s)
-        if cur.encode() != original:
-            return None
-    return out
-
-
-def _observable(message: str) -> str:
-    lines = [ln for ln in message.splitlines() if not ln.lstrip().startswith("+ ") and ln.strip()]
-    return "\n".join(lines[:3])[:300] or "(the test fails)"
-
-
-def _human(test: str) -> str:
-    func = test.split("::")[-1]
-    name, _, params = func.partition("[")
-    words = name.removeprefix("test_").removeprefix("test").replace("_", " ").strip()
-    return f"{words} ({params.rstrip(']')})" if params else words
-
-
-_TITLES = [
-    "{project}: {what} is broken",
-    "Regression in {project}: {what}",
-    "Bug: {what} gives the wrong result",
-    "{what} no longer works",
-    "Wrong behaviour in {project} ({what})",
-]
-_OPENERS = [
-    "After upgrading to this version of {project}, something I rely on broke.",
-    "I think I found a bug in {project}.",
-    "Our CI started failing against this checkout of {project}.",
-    "While using {project} I ran into a problem.",
-]
-
-
-def _instruction(
-    p: Project, bugs: list[Bug], difficulty: int, rng: random.Random
-) -> tuple[str, list[str]]:
-    if difficulty == STARTER:
-        b = bugs[0]
-        return (
-            f"In /work/{b.file}, replace the line\n    {b.old.strip()}\nwith\n    {b.new.strip()}\n"
-            "(keep its indentation). Use edit_file with exactly that text.",
-            ["edit_file"],
-        )
-    parts = []
-    shown = difficulty in (1, 2)
-    first = _human(sorted(bugs[0].failing)[0])
-    parts.append("Title: " + rng.choice(_TITLES).format(project=p.name, what=first))
-    parts.append(rng.choice(_OPENERS).format(project=p.name))
-    for b in bugs:
-        test = sorted(b.failing, key=lambda t: (not b.failing[t], t))[0]
-        msg = _observable(b.failing[test])
-        if shown:
-            parts.append(f"The test `{test}` fails with:\n\n    " + msg.replace("\n", "\n    "))
-        else:
-            parts.append(
-                f"When I check {_human(test)}, I get:\n\n    " + msg.replace("\n", "\n    ")
-            )
-        if len(b.failing) > 1:
-            parts.append(f"({len(b.failing) - 1} other test(s) fail too.)")
-    if difficulty == 1:
-        parts.append(f"The problem is somewhere in {bugs[0].file}.")
-    if len(bugs) > 1:
-        parts.append(f"There may be more than one cause ({len(bugs)} separate problems, I think).")
-    parts.append(
-        f"Please fix {p.name} (in /work) so that its test suite passes again. "
-        "Do not edit the tests."
-    )
-    return "\n\n".join(parts), list(TOOLS)
-
-
-def _gold(
-    bugs: list[Bug], difficulty: int, sources: dict[str, str]
-) -> tuple[list[PlanStep], list[list[int]]]:
-    """The gold plan, and per step the earlier steps it needs (the noisy oracle's graded
-    slips): a repair needs the read that showed the file's text; where the issue does not
-    name the file (difficulty 2 and up), the read needs a search for the function; where it
-    does not name the failing test (3 and up), the search needs a run of the whole suite.
-    Several bugs in one file are repaired by writing the file whole (``sources``: the files'
-    text before the bugs) when it fits :data:`WRITE_MAX`, else one edit each."""
-    if difficulty == STARTER:
-        return [_edit(bugs[0])], [[]]
-    steps: list[PlanStep] = []
-    needs: list[list[int]] = []
-
-    def add(step: PlanStep, *on: int) -> int:
-        steps.append(step)
-        needs.append(list(on))
-        return len(steps) - 1
-
-    tests = sorted({t.split("::", 1)[0] for b in bugs for t in b.failing})
-    confirm = PlanStep(
-        tool="run_command",
-        arguments={"command": "python3 -m pytest -q -x " + " ".join(tests)},
-    )
-    if difficulty >= 3:  # which tests fail is not said: run them all
-        found = [add(PlanStep(tool="run_command", arguments={"command": "python3 -m pytest -q"}))]
-    else:
-        add(confirm)
-        found = []
-    for file in sorted({b.file for b in bugs}):
-        own = [b for b in bugs if b.file == file]
-        located = [add(_search(own[0]), *found)] if difficulty >= 2 else []
-        read = add(PlanStep(tool="read_file", arguments={"path": file}), *located)
-        if len(own) > 1 and len(sources[file]) <= WRITE_MAX:
-            add(
-                PlanStep(tool="write_file", arguments={"path": file, "content": sources[file]}),
-                read,
-            )
-        else:
-            for b in own:
-                add(_edit(b), read)
-    add(confirm)
-    return steps, needs
-
-
-def _edit(b: Bug) -> PlanStep:
-    return PlanStep(tool="edit_file", arguments={"path": b.file, "old": b.old, "new": b.new})
-
-
-def _search(b: Bug) -> PlanStep:
-    """Where the function holding ``b`` is defined (a method: its class; code outside any
-    function: its text)."""
-    outer, _, method = b.qualname.partition(".")
-    if outer.isidentifier():
-        pattern = f"{'class' if method else 'def'} {outer}\\b"
-        command = f"grep -rnE {shlex.quote(pattern)} ."
-    else:
-        command = f"grep -rnF -- {shlex.quote(b.old.strip().splitlines()[0])} ."
-    return PlanStep(tool="run_command", arguments={"command": command})
