@@ -58,7 +58,7 @@ def run_all(
     quick: bool = False,
     on_section: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Every section of :data:`ALL` (or those in ``only``, in that order) as one JSON
+    """Every section of :data:`ALL` (or those in ``only``, in the usual order) as one JSON
     document. ``load_avg_*`` are the 1-, 5- and 15-minute load averages (``os.getloadavg()``)."""
     wanted = list(ALL) if only is None else list(only)
     unknown = [s for s in wanted if s not in SECTIONS]
@@ -77,10 +77,11 @@ def run_all(
         "sections": {},
     }
     t0 = time.perf_counter()
-    for name in wanted:
-        if on_section is not None:
-            on_section(name)
-        doc["sections"][name] = run_section(name, quick)
+    for name in SECTIONS:
+        if name in wanted:
+            if on_section is not None:
+                on_section(name)
+            doc["sections"][name] = run_section(name, quick)
     doc["seconds"] = round(time.perf_counter() - t0, 1)
     doc["load_avg_end"] = _load()
     return doc
