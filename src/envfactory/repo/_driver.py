@@ -2,10 +2,11 @@
 """The test driver of repository worlds: run inline, never from the agent's tree.
 
 Its source text is passed to ``/usr/bin/python3 -I -S -c`` (isolated: no script directory,
-working directory, ``site`` or ``PYTHON*`` variables on the path) with two arguments: the
-path of a JSON spec and a nonce. The test runner comes from ``/opt/runner`` (read-only),
-first on the path; the project's import root comes last, so nothing in the project shadows
-the runner or the standard library. Modes:
+working directory, ``site`` or ``PYTHON*`` variables on the path) with three arguments: the
+path of a JSON spec, a nonce and the folder compiled modules are read from (or, for the run
+that makes them, written to; empty: beside their sources, as usual). The test runner comes
+from ``/opt/runner`` (read-only), first on the path; the project's import root comes last,
+so nothing in the project shadows the runner or the standard library. Modes:
 
 - ``run``: run the selected tests once, print ``RESULT-<nonce> {json}``: the count of tests
   that passed and the ids (with short messages) of those that did not, or were not found;
@@ -15,14 +16,16 @@ the runner or the standard library. Modes:
   mutation) into the imported modules, run the job's tests, and report to ``spec["out"]``.
 """
 
-import json
-import os
-import re
-import select
-import signal
 import sys
 
+sys.pycache_prefix = sys.argv[3] or None  # before any import it serves
 sys.path[:0] = ["/opt/runner"]
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import select  # noqa: E402
+import signal  # noqa: E402
+
 import pytest  # noqa: E402
 from _pytest.runner import runtestprotocol  # noqa: E402
 

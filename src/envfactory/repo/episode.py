@@ -70,7 +70,7 @@ class RepoEpisode(TerminalEpisode):
         try:
             p = self.repo.project(hidden.project)
             s = store(p)
-            self.sandbox = Sandbox(self.env.limits, env=agent_env(p))
+            self.sandbox = Sandbox(self.env.limits, env=agent_env(s))
             layout(s, self.sandbox.path, self._initial(), self.sandbox.owner)
             self.sandbox.binds = tuple(binds(s, self.sandbox.path))
         except (SandboxUnavailable, SandboxError, OSError) as exc:
@@ -151,11 +151,13 @@ class RepoEpisode(TerminalEpisode):
         current = self._sources()
         state = source_hash(p, current)
         changed = {rel for rel, data in current.items() if data != s.read(rel)}
-        tampered = sorted({n for rel in changed for n in tamper_names(s.read(rel), current[rel])})
+        reached: set[str] = set()
         outside: set[str] = set()
         for rel in changed:
             functions = {b.qualname for b in hidden.bugs if b.file == rel}
+            reached.update(tamper_names(s.read(rel), current[rel]))
             outside.update(collateral(s.read(rel), current[rel], functions))
+        tampered = sorted(reached)
         failing_all = {t for b in hidden.bugs for t in b.failing}
         if not changed:
             not_passed, why = set(), "the source is the project's own"

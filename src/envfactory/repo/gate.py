@@ -188,11 +188,13 @@ def _reaching(f: _File, risky: set[str] | frozenset[str]) -> set[str]:
         names |= more
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=64)
 def analyse(source: bytes) -> tuple[ast.Module, _File] | None:
     """A file's tree and what it contains (None when it does not parse), kept for the next
     call: a verdict analyses the pristine and the current file for each of its gates, and the
-    pristine files are the same in every episode. Callers must not change what they get."""
+    pristine files are the same in every episode (the largest project has fewer than 64
+    source files: a verdict on one that lost them all analyses each once). Callers must not
+    change what they get."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError):

@@ -6,6 +6,12 @@ Python source, which it copies (the agent edits those); the hard-linked paths (t
 configuration, documents) are bound read-only inside the sandbox, so no command can write
 through a link, and the file tools replace a linked file rather than write into it. A reset
 is therefore a few hundred links and the source's copy, never a copy of the project.
+
+Each store also keeps the modules a run of the project's tests imports, compiled once by a
+first run in a sandbox (the runner's, the standard library's and the pristine tests' as
+pytest rewrites them; never the project's source, which a verdict replaces): later runs read
+them from a read-only tree (:data:`PYCACHE`) instead of compiling pytest and rewriting the
+tests again, and the agent's own runs of pytest read them too.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from envfactory.terminal.sandbox import (
 DRIVER = (Path(__file__).parent / "_driver.py").read_text()
 SPEC_NAME = ".envfactory-spec.json"
 OUT_NAME = ".envfactory-out.json"
+COMPILED_NAME = ".envfactory-pycache"  # where the first run writes the compiled modules
+PYCACHE = "/opt/pycache"  # where the sandbox sees them (read-only)
 CHECK_LIMITS = Limits(wall_s=300, cpu_s=300, memory_mb=1024, processes=64, tmp_mb=128)
 PYTEST_WRAPPER = '#!/bin/sh\nexec python3 -m pytest -p no:cacheprovider "$@"\n'
 
@@ -49,13 +57,14 @@ class Store:
     files: list[str]
     sources: list[str]
     linked_roots: list[str]  # the top-most paths holding no source: bound read-only
+    compiled: Path | None = None  # compiled modules, bound read-only at PYCACHE
 
     def read(self, rel: str) -> bytes:
         return (self.root / rel).read_bytes()
 
 
 _STORES: dict[str, Store] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 
 
 def store(p: Project) -> Store:
@@ -74,7 +83,37 @@ def _make_store(p: Project) -> Store:
     wrapper.write_text(PYTEST_WRAPPER)
     os.chmod(wrapper, 0o555)
     sources = [f for f in files if p.is_source(f)]
-    return Store(p, root, files, sources, _linked_roots(files, set(sources)))
+    s = Store(p, root, files, sources, _linked_roots(files, set(sources)))
+    s.compiled = _compile(s)
+    return s
+
+
+def _compile(s: Store) -> Path | None:
+    """The modules collecting every test imports, compiled in a sandbox (see the module's
+    docstring), less those of the project's source; None when that run fails (runs then
+    compile what they import, as they would without)."""
+    spec = {"mode": "run", "select": [], "files_to_collect": list(s.project.tests)}
+    with Sandbox(CHECK_LIMITS) as box:
+        try:
+            _drive(s, box, {}, spec, f"{HOME}/{COMPILED_NAME}")
+        except DriverFailed:
+            return None
+        made = box.path / COMPILED_NAME
+        if not made.is_dir():
+            return None
+        _keep_pristine(made, {f"{HOME}/{rel}" for rel in set(s.files) - set(s.sources)})
+        return _readable_copy(made, f"pycache-{s.project.key}")
+
+
+def _keep_pristine(made: Path, linked: set[str]) -> None:
+    """Remove from the compiled tree ``made`` (``/a/b/c.*.pyc`` compiles ``/a/b/c.py``) every
+    module but the runner's, the system's and those of ``linked`` (paths in the sandbox)."""
+    for dirpath, _, names in os.walk(made):
+        folder = "/" + Path(dirpath).relative_to(made).as_posix()
+        for name in names:
+            source = f"{folder}/{name.split('.', 1)[0]}.py"
+            if source not in linked and not source.startswith((f"{projects.RUNNER}/", "/usr/")):
+                os.unlink(os.path.join(dirpath, name))
 
 
 def _readable_copy(source: Path, name: str) -> Path:
@@ -178,20 +217,28 @@ def _mkdirs(workdir: Path, path: Path, owner: tuple[int, int] | None, made: set[
 
 
 def binds(s: Store, workdir: Path) -> list[Bind]:
-    """Read-only binds: the runner's packages, the pytest wrapper, the linked paths."""
+    """Read-only binds: the runner's packages, the pytest wrapper, the compiled modules, the
+    linked paths."""
     out: list[Bind] = _runner_binds()
     out.append((s.root / ".envfactory-bin", f"{projects.RUNNER}/bin"))
+    if s.compiled is not None:
+        out.append((s.compiled, PYCACHE))
     out += [(workdir / rel, f"{HOME}/{rel}") for rel in s.linked_roots]
     return out
 
 
-def agent_env(p: Project) -> dict[str, str]:
-    """The agent's variables: pytest importable and on the PATH, the project importable."""
+def agent_env(s: Store) -> dict[str, str]:
+    """The agent's variables: pytest importable and on the PATH, the project importable, the
+    compiled modules read."""
+    p = s.project
     root = HOME if p.path == "." else f"{HOME}/{p.path}"
-    return {
+    out = {
         "PYTHONPATH": f"{projects.RUNNER}:{root}",
         "PATH": f"{projects.RUNNER}/bin:/usr/local/bin:/usr/bin:/bin",
     }
+    if s.compiled is not None:
+        out["PYTHONPYCACHEPREFIX"] = PYCACHE
+    return out
 
 
 def drive(
@@ -199,23 +246,32 @@ def drive(
 ) -> tuple[str, Any]:
     """Run the driver over a fresh tree (pristine but for ``sources``); its printed result
     line (after the nonce) and, for ``trace``/``verify``, the JSON it wrote."""
-    nonce = secrets.token_hex(8)
     with Sandbox(limits) as box:
-        layout(s, box.path, sources, box.owner)
-        p = s.project
-        full = {"path": HOME if p.path == "." else f"{HOME}/{p.path}", "out": f"{HOME}/{OUT_NAME}"}
-        (box.path / SPEC_NAME).write_text(json.dumps({**full, **spec}))
-        box.binds = tuple(binds(s, box.path))
-        result = box.run(python_check(DRIVER, f"{HOME}/{SPEC_NAME}", nonce))
-        marker = f"RESULT-{nonce} "
-        lines = [ln for ln in result.output.splitlines() if ln.startswith(marker)]
-        if not lines:
-            raise DriverFailed(result.output[-2000:], result.limit)
-        written = None
-        if spec["mode"] != "run":
-            out = box.path / OUT_NAME
-            written = json.loads(out.read_text()) if out.is_file() else None
-        return lines[-1][len(marker) :], written
+        return _drive(s, box, sources, spec)
+
+
+def _drive(
+    s: Store, box: Sandbox, sources: dict[str, bytes], spec: dict[str, Any], compiled: str = ""
+) -> tuple[str, Any]:
+    """:func:`drive` in ``box``; ``compiled``: where the driver writes the modules it compiles
+    (else it reads the store's, if any)."""
+    nonce = secrets.token_hex(8)
+    layout(s, box.path, sources, box.owner)
+    p = s.project
+    full = {"path": HOME if p.path == "." else f"{HOME}/{p.path}", "out": f"{HOME}/{OUT_NAME}"}
+    (box.path / SPEC_NAME).write_text(json.dumps({**full, **spec}))
+    box.binds = tuple(binds(s, box.path))
+    prefix = compiled or (PYCACHE if s.compiled is not None else "")
+    result = box.run(python_check(DRIVER, f"{HOME}/{SPEC_NAME}", nonce, prefix))
+    marker = f"RESULT-{nonce} "
+    lines = [ln for ln in result.output.splitlines() if ln.startswith(marker)]
+    if not lines:
+        raise DriverFailed(result.output[-2000:], result.limit)
+    written = None
+    if spec["mode"] != "run":
+        out = box.path / OUT_NAME
+        written = json.loads(out.read_text()) if out.is_file() else None
+    return lines[-1][len(marker) :], written
 
 
 class DriverFailed(SandboxError):
