@@ -1,30 +1,19 @@
-"""Compose a domain from parts: a theme, the people archetype, and some action patterns.
+"""Compose a world: an organisation's name, and a structure drawn from the world grammar.
 
 ``synthesize(index, seed)`` is a pure function: the same (index, seed) gives the same domain
-data, byte for byte, on every run and machine.
+data, byte for byte, on every run and machine with the same Faker release.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from envfactory.synth.builders import Data
-from envfactory.synth.parts import Part, approvals, bookings, ledger, people, workflow
-from envfactory.synth.vocab import Theme, draw_theme
+from faker import Faker
 
-PartMaker = Callable[[Theme, random.Random], Part]
-
-#: The action patterns a world draws from (the people archetype is always there).
-PATTERNS: dict[str, PartMaker] = {
-    "bookings": bookings,
-    "ledger": ledger,
-    "approvals": approvals,
-    "workflow": workflow,
-}
-MIN_PATTERNS = 2
+from envfactory.synth.grammar import compose
+from envfactory.synth.grammar.shape import Data
 
 #: The ladder rises by the writes a task needs, each a chance to go wrong: the starter level
 #: (ids given, one call), then two sub-goals from level 1 on, harder goals, look-alike rows
@@ -40,45 +29,39 @@ LADDER: list[Data] = [
 ]
 
 
-def world_id(index: int, theme: Theme) -> str:
-    words = re.sub(r"[^a-z0-9]+", "-", f"{theme.org} {theme.trade}".lower()).strip("-")
+def world_id(index: int, org: str) -> str:
+    words = re.sub(r"[^a-z0-9]+", "-", org.lower()).strip("-")
     return f"synth-{index:05d}-{words[:32].rstrip('-')}"
 
 
 @dataclass(frozen=True)
 class Synthesised:
-    """One composed world: its domain data, and the patterns it was made of."""
+    """One composed world: its domain data, and the tags of what it is made of."""
 
     domain: Data
     patterns: tuple[str, ...]
-    theme: Theme
 
 
 def synthesize(index: int, seed: int = 0) -> Synthesised:
     """Synthesised world ``index`` of the library ``seed``."""
     rng = random.Random(f"envfactory-synth/{seed}/{index}")
-    theme = draw_theme(rng)
-    names = sorted(PATTERNS)
-    chosen = sorted(rng.sample(names, rng.randint(min(MIN_PATTERNS, len(names)), len(names))))
-    parts = [people(theme, rng)] + [PATTERNS[name](theme, rng) for name in chosen]
-    merged = Part()
-    for part in parts:
-        merged.entities.update(part.entities)
-        merged.actions += part.actions
-        merged.rules += part.rules
-        merged.goals += part.goals
-    what = ", ".join(chosen)
+    fake = Faker("en_US")
+    fake.seed_instance(rng.randrange(2**31))
+    org = fake.company().replace(",", "")
+    made = compose(rng)
+    first = next(iter(made.entities.values()))
     domain = {
-        "id": world_id(index, theme),
-        "name": f"{theme.org}, {theme.trade} services",
-        "description": f"A synthesised world: the {theme.client.plural} of {theme.org}, a "
-        f"firm of {theme.trade}s, and its {what}.",
-        "persona": f"You are the assistant at {theme.org}, serving its {theme.client.plural}.",
+        "id": world_id(index, org),
+        "name": f"{org}",
+        "description": f"A synthesised world: {org} and its "
+        + ", ".join(str(e["label"]) + "s" for e in made.entities.values())
+        + ".",
+        "persona": f"You are the assistant at {org}, serving its {first['label']}s.",
         "today": "2026-06-01",
-        "entities": merged.entities,
-        "actions": merged.actions,
-        "rules": merged.rules,
-        "goals": merged.goals,
+        "entities": made.entities,
+        "actions": made.actions,
+        "rules": made.rules,
+        "goals": made.goals,
         "ladder": LADDER,
     }
-    return Synthesised(domain, tuple(chosen), theme)
+    return Synthesised(domain, made.tags)

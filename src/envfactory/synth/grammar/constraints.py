@@ -1,0 +1,341 @@
+"""The constraint algebra: rules bound to the write ops a world's structure offers.
+
+Each constraint kind applies where the structure allows it (a deadline needs a date, a
+capacity a parent, a sign-off a table of staff with limits) and does three things at once:
+it states a rule the agent reads, adds the check that enforces it to the tool (a failed
+check is a structured error naming the rule), and adds the same condition to the op, so
+every goal that asks for the write asks only where it can succeed. Several constraints can
+bind one op; together they are the world's rules.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from envfactory.synth.grammar.shape import Entity
+from envfactory.synth.grammar.tools import Op, World, get_tool, live_states
+
+Constraint = Callable[[World, Op, random.Random], bool]
+
+
+def _check(w: World, op: Op, check: str, rule: str, error: str) -> None:
+    w.actions[op.tool].setdefault("require", []).append(
+        {"check": check, "rule": rule, "error": error}
+    )
+
+
+def _own_tool(w: World, op: Op) -> bool:
+    """Whether no other op shares ``op``'s tool (a status setter serves many)."""
+    return sum(o.tool == op.tool for o in w.ops) == 1
+
+
+def deadline(w: World, op: Op, rng: random.Random) -> bool:
+    """An exit allowed only some days before the row's date."""
+    e = op.entity
+    if (
+        op.kind != "transition"
+        or not e.of("date")
+        or not _own_tool(w, op)
+        or "window" in op.constraints
+    ):
+        return False
+    d, days = e.of("date")[0], rng.randint(1, 5)
+    shown = d.replace("_", " ")
+    rule = w.rule(
+        f"{op.tool}_deadline",
+        f"A {e.noun.word} can be "
+        f"{(op.target_state or '').replace('_', ' ')} only up to {days} days before its {shown}.",
+    )
+    _check(
+        w,
+        op,
+        f"days_between(today, got.{d}) >= {days}",
+        rule,
+        f"{{got.id}}'s {shown} is {{got.{d}}}, less than {days} days away.",
+    )
+    op.checks.append(f"days_between(today, {{r}}.{d}) >= {days}")
+    return True
+
+
+def window(w: World, op: Op, rng: random.Random) -> bool:
+    """A move allowed only within some days after the row's date."""
+    e = op.entity
+    if (
+        op.kind != "transition"
+        or not e.of("date")
+        or not _own_tool(w, op)
+        or "deadline" in op.constraints
+    ):
+        return False
+    d, days = e.of("date")[-1], rng.choice([14, 21, 30, 45])
+    shown = d.replace("_", " ")
+    rule = w.rule(
+        f"{op.tool}_window",
+        f"A {e.noun.word} can be "
+        f"{(op.target_state or '').replace('_', ' ')} only within {days} days after its {shown}.",
+    )
+    check = f"days_between(got.{d}, today) >= 0 and days_between(got.{d}, today) <= {days}"
+    _check(
+        w, op, check, rule, f"{{got.id}}'s {shown} is {{got.{d}}}, outside the {days}-day window."
+    )
+    op.checks.append(check.replace("got.", "{r}."))
+    return True
+
+
+def prerequisite(w: World, op: Op, rng: random.Random) -> bool:
+    """A child's move allowed only while its parent is in some states."""
+    e = op.entity
+    if op.kind != "transition" or e.parent is None or not _own_tool(w, op):
+        return False
+    parent = w.shape.entities[e.parent]
+    if parent.lifecycle is None:
+        return False
+    states = sorted(
+        rng.sample(list(parent.lifecycle.states), max(1, len(parent.lifecycle.states) // 2))
+    )
+    rule = w.rule(
+        f"{op.tool}_needs_{parent.noun.slug}",
+        f"A {e.noun.word} can be {(op.target_state or '').replace('_', ' ')} only while its "
+        f"{parent.noun.word} is {' or '.join(s.replace('_', ' ') for s in states)}.",
+    )
+    w.actions[op.tool]["load"]["up"] = f"{parent.table}[got.{parent.key}]"
+    _check(
+        w, op, f"up.status in {states}", rule, f"Its {parent.noun.word} {{up.id}} is {{up.status}}."
+    )
+    op.let["up"] = f"{parent.table}[anchor.{parent.key}]"
+    op.checks.append(f"up.status in {states}")
+    op.local = False
+    return True
+
+
+def children_done(w: World, op: Op, rng: random.Random) -> bool:
+    """A parent's move allowed only when none of its children is still live."""
+    e = op.entity
+    if op.kind != "transition" or not _own_tool(w, op):
+        return False
+    kids = [c for c in w.shape.children(e.table) if c.lifecycle is not None and c.other is None]
+    if not kids:
+        return False
+    c = rng.choice(kids)
+    live = live_states(c)
+    rule = w.rule(
+        f"{op.tool}_when_{c.table}_done",
+        f"A {e.noun.word} can be {(op.target_state or '').replace('_', ' ')} only when none "
+        f"of its {c.noun.plural} is {' or '.join(s.replace('_', ' ') for s in live)}.",
+    )
+    w.actions[op.tool]["load"]["open_kids"] = {
+        "rows": c.table,
+        "where": {e.key: "=got.id"},
+        "filter": f"row.status in {live}",
+    }
+    _check(w, op, "len(open_kids) == 0", rule, f"{{got.id}} still has open {c.noun.plural}.")
+    op.let["open_kids"] = {
+        "rows": {"rows": c.table, "where": {e.key: "=anchor.id"}, "filter": f"row.status in {live}"}
+    }
+    op.checks.append("len(open_kids) == 0")
+    op.local = False
+    return True
+
+
+def _owner_tier(w: World, e: Entity) -> Entity | None:
+    parent = w.shape.entities.get(e.parent or "")
+    return parent if parent is not None and "tier" in parent.fields else None
+
+
+def tier_limit(w: World, op: Op, rng: random.Random) -> bool:
+    """A new row's amount capped by its owner's tier."""
+    if op.kind != "create" or "tier" not in op.entity.fields:
+        return False
+    child = next(c for c in w.shape.children(op.entity.table) if op.tool == f"add_{c.noun.slug}")
+    if not child.of("amount"):
+        return False
+    amt = child.of("amount")[0]
+    top = int(child.fields[amt]["max"])
+    limits = dict(
+        zip(
+            w.shape.tiers,
+            sorted(rng.sample(range(top // 5, top, max(1, top // 20)), 3)),
+            strict=True,
+        )
+    )
+    rule = w.rule(
+        f"{amt}_limit_by_tier",
+        f"A new {child.noun.word}'s {amt.replace('_', ' ')} is at most "
+        + ", ".join(f"{v} for the {k} tier" for k, v in limits.items())
+        + ".",
+    )
+    _check(
+        w,
+        op,
+        f"{amt} <= {limits}[owner.tier]",
+        rule,
+        f"{{{amt}}} is over the limit for the {{owner.tier}} tier.",
+    )
+    op.checks.append(f"new_{amt} <= {limits}[{{r}}.tier]")
+    return True
+
+
+def capacity(w: World, op: Op, rng: random.Random) -> bool:
+    """At most ``capacity`` live children per parent."""
+    if op.kind != "create" or "capacity" in op.entity.fields:
+        return False
+    child = next(c for c in w.shape.children(op.entity.table) if op.tool == f"add_{c.noun.slug}")
+    op.entity.fields["capacity"] = {"type": "integer", "min": 1, "max": rng.randint(3, 6)}
+    op.entity.kinds["capacity"] = "capacity"
+    live = live_states(child)
+    where = f"row.status in {live}" if live else None
+    rule = w.rule(
+        f"{child.noun.slug}_capacity",
+        f"A {op.entity.noun.word} holds at most its capacity of "
+        + (f"{' or '.join(s.replace('_', ' ') for s in live)} " if live else "")
+        + f"{child.noun.plural}.",
+    )
+    query = {"rows": child.table, "where": {op.entity.key: "=owner.id"}}
+    w.actions[op.tool]["load"]["held"] = {**query, **({"filter": where} if where else {})}
+    _check(w, op, "len(held) < owner.capacity", rule, "{owner.id} is full ({owner.capacity}).")
+    mine = {"rows": child.table, "where": {op.entity.key: "=anchor.id"}}
+    op.let["held"] = {"rows": {**mine, **({"filter": where} if where else {})}}
+    op.checks.append("len(held) < {r}.capacity")
+    op.local = False
+    return True
+
+
+def exclusive(w: World, op: Op, rng: random.Random) -> bool:
+    """At most one live child per parent."""
+    if op.kind != "create" or "held" in op.let:
+        return False
+    child = next(c for c in w.shape.children(op.entity.table) if op.tool == f"add_{c.noun.slug}")
+    live = live_states(child)
+    if not live:
+        return False
+    rule = w.rule(
+        f"one_live_{child.noun.slug}",
+        f"A {op.entity.noun.word} has at most one "
+        f"{child.noun.word} that is {' or '.join(s.replace('_', ' ') for s in live)}.",
+    )
+    w.actions[op.tool]["load"]["held"] = {
+        "rows": child.table,
+        "where": {op.entity.key: "=owner.id"},
+        "filter": f"row.status in {live}",
+    }
+    _check(w, op, "len(held) == 0", rule, f"{{owner.id}} already has a live {child.noun.word}.")
+    op.let["held"] = {
+        "rows": {
+            "rows": child.table,
+            "where": {op.entity.key: "=anchor.id"},
+            "filter": f"row.status in {live}",
+        }
+    }
+    op.checks.append("len(held) == 0")
+    op.local = False
+    return True
+
+
+def sign_off(w: World, op: Op, rng: random.Random) -> bool:
+    """A move signed off by a member of staff whose limit covers the row's amount."""
+    e = op.entity
+    staff = [s for s in w.shape.entities.values() if "approval_limit" in s.fields]
+    if op.kind != "transition" or not e.of("amount") or not staff or not _own_tool(w, op):
+        return False
+    s, amt = staff[0], e.of("amount")[0]
+    e.fields["signed_by"] = {"expr": "None"}
+    action = w.actions[op.tool]
+    action["params"][s.key] = {"description": f"The signing {s.noun.word}'s id."}
+    action["load"]["signer"] = f"{s.table}[{s.key}]"
+    action["effects"][0]["set"]["signed_by"] = "=signer.id"
+    rule = w.rule(
+        f"{op.tool}_sign_off",
+        f"Whoever signs off a {e.noun.word} must have an approval limit "
+        f"of at least its {amt.replace('_', ' ')}.",
+    )
+    _check(
+        w,
+        op,
+        f"signer.approval_limit >= got.{amt}",
+        rule,
+        f"{{signer.name}}'s limit {{signer.approval_limit}} is below {{got.{amt}}}.",
+    )
+    op.args[s.key] = "=signer.id"
+    op.let["signer"] = {"pick": {"rows": s.table, "filter": f"row.approval_limit >= anchor.{amt}"}}
+    op.phrase += ", signed off by {ref:signer}"
+    op.local = False
+    return True
+
+
+def look_first(w: World, op: Op, rng: random.Random) -> bool:
+    """A look at the row (with ``get``) before the write: a rule checked on the call log."""
+    e = op.entity
+    if op.kind not in ("transition", "update") or not _own_tool(w, op) or op.pre:
+        return False
+    get = get_tool(e)
+    w.rule(
+        f"look_before_{op.tool}",
+        f"Before calling {op.tool}, look at the {e.noun.word} with {get}.",
+        prior_call={"tool": op.tool, "needs": get, "match": {e.key: e.key}},
+    )
+    op.pre.append({"tool": get, "args": {e.key: "=anchor.id"}})
+    return True
+
+
+def quota(w: World, op: Op, rng: random.Random) -> bool:
+    """At most a few new children per parent in the last days."""
+    if op.kind != "create":
+        return False
+    child = next(c for c in w.shape.children(op.entity.table) if op.tool == f"add_{c.noun.slug}")
+    if not child.of("date") or "held" in op.let:
+        return False
+    d, n, days = child.of("date")[0], rng.randint(1, 3), rng.choice([7, 14, 30])
+    rule = w.rule(
+        f"{child.noun.slug}_quota",
+        f"A {op.entity.noun.word} gets at most {n} new "
+        f"{child.noun.plural if n > 1 else child.noun.word} in any {days} days (by "
+        f"{d.replace('_', ' ')}).",
+    )
+    recent = f"days_between(row.{d}, today) >= 0 and days_between(row.{d}, today) < {days}"
+    w.actions[op.tool]["load"]["held"] = {
+        "rows": child.table,
+        "where": {op.entity.key: "=owner.id"},
+        "filter": recent,
+    }
+    _check(w, op, f"len(held) < {n}", rule, f"{{owner.id}} has had {n} in the last {days} days.")
+    op.let["held"] = {
+        "rows": {"rows": child.table, "where": {op.entity.key: "=anchor.id"}, "filter": recent}
+    }
+    op.checks.append(f"len(held) < {n}")
+    op.local = False
+    return True
+
+
+KINDS: dict[str, Constraint] = {
+    "deadline": deadline,
+    "window": window,
+    "prerequisite": prerequisite,
+    "children_done": children_done,
+    "tier_limit": tier_limit,
+    "capacity": capacity,
+    "exclusive": exclusive,
+    "quota": quota,
+    "sign_off": sign_off,
+    "look_first": look_first,
+}
+
+
+def bind_constraints(w: World, rng: random.Random) -> list[str]:
+    """Draw constraints onto the world's ops; the kinds bound (with repeats), in order."""
+    bound: list[str] = []
+    for op in w.ops:
+        names = sorted(KINDS)
+        rng.shuffle(names)
+        for name in names:
+            if len(op.constraints) >= 2:
+                break
+            if rng.random() < 0.35 and KINDS[name](w, op, rng):
+                op.constraints.append(name)
+                bound.append(name)
+    for op in w.ops:
+        if op.kind == "transfer":
+            bound.append("conservation")
+        if op.kind == "link":
+            bound.append("unique_pair")
+    return bound
