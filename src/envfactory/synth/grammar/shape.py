@@ -143,7 +143,7 @@ def draw_shape(rng: random.Random) -> Shape:
     add(first_role, count=rng.randint(40, 90))
     while len(entities) < size:
         owners = [e for e in entities.values() if e.other is None and _depth(e, entities) < 2]
-        production = rng.choices(["child", "link", "root"], [6, 2, 1])[0]
+        production = rng.choices(["child", "link", "root"], [6, 2, 1])[0] if len(entities) > 1 else "child"
         if production == "link" and len(entities) >= 2:
             a, b = rng.sample(sorted(entities.values(), key=lambda e: e.table), 2)
             if a.other is None and b.other is None:
