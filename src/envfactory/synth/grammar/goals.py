@@ -70,7 +70,7 @@ def derive_goals(w: World) -> list[Data]:
             add(g)
         if (g := _each(w, op)) is not None:
             add(g)
-        if (g := _guarded(op)) is not None:
+        if (g := _guarded(w, op)) is not None:
             add(g)
     for a, b in itertools.permutations(w.ops, 2):
         if (g := _chain(a, b)) is not None:
@@ -106,6 +106,8 @@ def _questions(w: World) -> list[Data]:
     """Level 1: a field of a row, read with ``get``."""
     out = []
     for e in w.shape.entities.values():
+        if get_tool(e) not in w.actions:
+            continue
         asked = sorted((ASKED.index(k), f) for f, k in e.kinds.items() if k in ASKED)
         if not asked:
             continue
@@ -237,12 +239,13 @@ def _branch(w: World, a: Op, b: Op) -> Data | None:
     )
 
 
-def _guarded(op: Op) -> Data | None:
+def _guarded(w: World, op: Op) -> Data | None:
     """Level 3: a write only if a field of the row passes a threshold (else nothing)."""
     e = op.entity
-    f = _numeric(e, op)
-    if op.kind not in ("transition", "update") or f is None or op.pre or set(op.let) & {"over", "bar"}:
+    fields = [f for f, k in e.kinds.items() if k in NUMERIC]
+    if get_tool(e) not in w.actions or not fields or op.pre or set(op.let) & {"over", "bar"}:
         return None
+    f = fields[0]
     shown = f.replace("_", " ")
     let: Data = {"over": {"between": [0, 1]},
                  "bar": {"value": f"floor(anchor.{f}) + 1 if over == 1 else floor(anchor.{f})"},
@@ -317,7 +320,15 @@ def _totals(w: World) -> list[Data]:
                                           f"Please add up the {shown} of every {e.noun.word} under every "
                                           f"{parent.noun.word} of {{ref:anchor}}."],
                              answer=total))
-        if e.lifecycle is not None:
+        if e.lifecycle is None:
+            kids = {"rows": {"rows": e.table, "where": {parent.key: "=anchor.id"}}}
+            out.append(_goal(f"count_{e.table}", 2, parent, None, let={"kids": kids},
+                             require=["len(kids) >= 1"],
+                             plan=[{"tool": listing, "args": {parent.key: "=anchor.id"}}],
+                             instruction=[f"How many {e.noun.plural} does {{ref:anchor}} have?",
+                                          f"Please count the {e.noun.plural} of {{ref:anchor}}."],
+                             answer="len(kids)"))
+        else:
             state = e.lifecycle.states[0]
             said = state.replace("_", " ")
             rows = {"rows": {"rows": e.table, "where": {parent.key: "=anchor.id", "status": state}}}

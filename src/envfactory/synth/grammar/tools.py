@@ -103,11 +103,15 @@ def derive_tools(shape: Shape, rng: random.Random) -> World:
         _reads(world, e, rng)
     for e in shape.entities.values():
         _writes(world, e, rng)
+    for e in shape.entities.values():
+        if any(op.entity is e and op.kind in ("transition", "update") for op in world.ops):
+            _get(world, e)
     return world
 
 
-def _reads(w: World, e: Entity, rng: random.Random) -> None:
-    shape, refs = w.shape, []
+def _get(w: World, e: Entity) -> None:
+    """``get`` for a table whose rows change (a row's fields before a move or an update);
+    other tables are read through their look-ups and listings."""
     w.action(
         {
             "name": get_tool(e),
@@ -118,6 +122,10 @@ def _reads(w: World, e: Entity, rng: random.Random) -> None:
             "returns": "=got",
         }
     )
+
+
+def _reads(w: World, e: Entity, rng: random.Random) -> None:
+    shape, refs = w.shape, []
     if e.parent is None or rng.random() < 0.4:
         find = w.action(
             {
