@@ -18,10 +18,10 @@ from envfactory.openapi.library import register_library
 from envfactory.policies.scripted import NoOp, Oracle
 from envfactory.registry import make
 from envfactory.registry.worldfile import FORMAT, load_world
-from envfactory.synth.compose import PATTERNS, synthesize
+from envfactory.synth.compose import synthesize
 from envfactory.synth.pipeline import SynthSettings, synth_one
 
-N = 5  # worlds 0..4 hold every pattern at least once
+N = 5
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -49,7 +49,9 @@ def test_synth_json_contract(library: tuple[Path, dict[str, Any]]) -> None:
     assert N <= summary["generated"] <= 2 * N and summary["seconds"] > 0
     assert summary["passed_audit"] == N, summary["audit_failures"]
     assert summary["yield_rate"] >= 0.5 and summary["seconds_per_world"] > 0
-    assert set(summary["patterns"]) == set(PATTERNS)
+    tags = summary["patterns"]  # what the kept worlds are made of, counted
+    assert {t.split(":")[0] for t in tags} >= {"graph", "lifecycle", "constraint"}
+    assert sum(tags.values()) >= 3 * N
     report = json.loads((out / "report.json").read_text())
     for r in report["results"][:N]:
         if not r["passed"]:

@@ -40,6 +40,7 @@ class Synthesised:
 
     domain: Data
     patterns: tuple[str, ...]
+    rule_kinds: dict[str, str]  # each rule's constraint kind (see synth.grammar.constraints)
 
 
 def synthesize(index: int, seed: int = 0) -> Synthesised:
@@ -64,4 +65,4 @@ def synthesize(index: int, seed: int = 0) -> Synthesised:
         "goals": made.goals,
         "ladder": LADDER,
     }
-    return Synthesised(domain, made.tags)
+    return Synthesised(domain, made.tags, made.rule_kinds)

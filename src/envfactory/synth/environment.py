@@ -6,6 +6,6 @@ from envfactory.db.environment import DatabaseEnvironment
 
 
 class SynthEnvironment(DatabaseEnvironment):
-    """A database world whose domain was composed from reusable parts (``envfactory synth``)."""
+    """A database world composed by the world grammar (``envfactory synth``)."""
 
     kind = "synth"

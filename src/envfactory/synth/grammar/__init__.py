@@ -28,6 +28,7 @@ class Composed:
     rules: list[Data]
     goals: list[Data]
     tags: tuple[str, ...]
+    rule_kinds: dict[str, str]  # each rule's constraint kind
 
 
 def lifecycle_shape(lc: Lifecycle) -> str:
@@ -63,4 +64,11 @@ def compose(rng: random.Random) -> Composed:
         + sorted(f"lifecycle:{s}" for s in lifecycles)
         + sorted(f"constraint:{k}" for k in Counter(kinds))
     )
-    return Composed(world.entities, list(world.actions.values()), world.rules, goals, tuple(tags))
+    return Composed(
+        world.entities,
+        list(world.actions.values()),
+        world.rules,
+        goals,
+        tuple(tags),
+        world.rule_kinds,
+    )

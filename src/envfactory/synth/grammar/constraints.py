@@ -330,7 +330,9 @@ def bind_constraints(w: World, rng: random.Random) -> list[str]:
         for name in names:
             if len(op.constraints) >= 2:
                 break
+            before = len(w.rules)
             if rng.random() < 0.35 and KINDS[name](w, op, rng):
+                w.rule_kinds.update((r["id"], name) for r in w.rules[before:])
                 op.constraints.append(name)
                 bound.append(name)
     for op in w.ops:

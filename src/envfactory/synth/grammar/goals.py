@@ -56,8 +56,8 @@ def derive_goals(w: World) -> list[Data]:
     goals: list[Data] = []
     names: set[str] = set()
 
-    def add(goal: Data) -> None:
-        if goal["id"] not in names:
+    def add(goal: Data | None) -> None:
+        if goal is not None and goal["id"] not in names:
             names.add(goal["id"])
             goals.append(goal)
 
@@ -66,17 +66,12 @@ def derive_goals(w: World) -> list[Data]:
     for g in _questions(w):
         add(g)
     for op in w.ops:
-        if (g := _rank(w, op)) is not None:
-            add(g)
-        if (g := _each(w, op)) is not None:
-            add(g)
-        if (g := _guarded(w, op)) is not None:
-            add(g)
+        add(_rank(w, op))
+        add(_each(w, op))
+        add(_guarded(w, op))
     for a, b in itertools.permutations(w.ops, 2):
-        if (g := _chain(a, b)) is not None:
-            add(g)
-        if (g := _branch(w, a, b)) is not None:
-            add(g)
+        add(_chain(a, b))
+        add(_branch(w, a, b))
     for g in _totals(w):
         add(g)
     return goals
@@ -113,11 +108,20 @@ def _questions(w: World) -> list[Data]:
             continue
         f = asked[0][1]
         shown = "status" if f == "status" else f.replace("_id", "").replace("_", " ")
-        out.append(_goal(f"{e.noun.slug}_{f}", 1, e, None,
-                         plan=[{"tool": get_tool(e), "args": {e.key: "=anchor.id"}}],
-                         instruction=[f"What is the {shown} of {{ref:anchor}}?",
-                                      f"Could you tell me the {shown} of {{ref:anchor}}?"],
-                         answer=f"anchor.{f}"))
+        out.append(
+            _goal(
+                f"{e.noun.slug}_{f}",
+                1,
+                e,
+                None,
+                plan=[{"tool": get_tool(e), "args": {e.key: "=anchor.id"}}],
+                instruction=[
+                    f"What is the {shown} of {{ref:anchor}}?",
+                    f"Could you tell me the {shown} of {{ref:anchor}}?",
+                ],
+                answer=f"anchor.{f}",
+            )
+        )
     return out
 
 
@@ -247,14 +251,29 @@ def _guarded(w: World, op: Op) -> Data | None:
         return None
     f = fields[0]
     shown = f.replace("_", " ")
-    let: Data = {"over": {"between": [0, 1]},
-                 "bar": {"value": f"floor(anchor.{f}) + 1 if over == 1 else floor(anchor.{f})"},
-                 **op.let}
+    let: Data = {
+        "over": {"between": [0, 1]},
+        "bar": {"value": f"floor(anchor.{f}) + 1 if over == 1 else floor(anchor.{f})"},
+        **op.let,
+    }
     text = f"{_say(op.phrase, '{ref:anchor}')}, but only if its {shown} is at least {{bar}}"
-    plan = [{"tool": get_tool(e), "args": {e.key: "=anchor.id"}}, {**op.step(), "when": f"anchor.{f} >= bar"}]
-    return _goal(f"{_gid(op)}_if_{f}", 3, e, _where(op), let=let, require=_checks(op), plan=plan,
-                 instruction=[f"Please {text}; otherwise leave it as it is.",
-                              f"{text[0].upper()}{text[1:]}. If it is lower, change nothing."])
+    plan = [
+        {"tool": get_tool(e), "args": {e.key: "=anchor.id"}},
+        {**op.step(), "when": f"anchor.{f} >= bar"},
+    ]
+    return _goal(
+        f"{_gid(op)}_if_{f}",
+        3,
+        e,
+        _where(op),
+        let=let,
+        require=_checks(op),
+        plan=plan,
+        instruction=[
+            f"Please {text}; otherwise leave it as it is.",
+            f"{text[0].upper()}{text[1:]}. If it is lower, change nothing.",
+        ],
+    )
 
 
 def _each(w: World, op: Op) -> Data | None:
@@ -275,11 +294,23 @@ def _each(w: World, op: Op) -> Data | None:
         target += f" that is {op.states[0].replace('_', ' ')}"
     checks = [c.replace("{r}", "x") for c in op.checks]
     let: Data = {"items": {"rows": {"rows": e.table, "where": where}}, **op.let}
-    require = ["len(items) >= 2"] + ([f"all({' and '.join(checks)} for x in items)"] if checks else [])
-    plan = [{"tool": listing_tool(e, parent), "args": listed},
-            {**op.step("item"), "for_each": "items"}]
-    return _goal(f"{_gid(op)}_all", 4, parent, None, let=let, require=require, plan=plan,
-                 instruction=_ask(_say(op.phrase, target)))
+    require = ["len(items) >= 2"] + (
+        [f"all({' and '.join(checks)} for x in items)"] if checks else []
+    )
+    plan = [
+        {"tool": listing_tool(e, parent), "args": listed},
+        {**op.step("item"), "for_each": "items"},
+    ]
+    return _goal(
+        f"{_gid(op)}_all",
+        4,
+        parent,
+        None,
+        let=let,
+        require=require,
+        plan=plan,
+        instruction=_ask(_say(op.phrase, target)),
+    )
 
 
 def _totals(w: World) -> list[Data]:
@@ -299,42 +330,83 @@ def _totals(w: World) -> list[Data]:
             if e.kinds[f] != "quantity":
                 total = f"money({total})"
             kids = {"rows": {"rows": e.table, "where": {parent.key: "=anchor.id"}}}
-            out.append(_goal(f"total_{f}_of_{e.table}", 2, parent, None, let={"kids": kids},
-                             require=["len(kids) >= 2"],
-                             plan=[{"tool": listing, "args": {parent.key: "=anchor.id"}}],
-                             instruction=[f"What is the total {shown} of all the {e.noun.plural} of {{ref:anchor}}?",
-                                          f"Please add up the {shown} over every {e.noun.word} of {{ref:anchor}}."],
-                             answer=total))
+            out.append(
+                _goal(
+                    f"total_{f}_of_{e.table}",
+                    2,
+                    parent,
+                    None,
+                    let={"kids": kids},
+                    require=["len(kids) >= 2"],
+                    plan=[{"tool": listing, "args": {parent.key: "=anchor.id"}}],
+                    instruction=[
+                        f"What is the total {shown} of all the {e.noun.plural} of {{ref:anchor}}?",
+                        f"Please add up the {shown} over every {e.noun.word} of {{ref:anchor}}.",
+                    ],
+                    answer=total,
+                )
+            )
             top = w.shape.entities.get(parent.parent or "")
             if top is None or parent.other is not None:
                 continue
             mid = {"rows": {"rows": parent.table, "where": {top.key: "=anchor.id"}}}
             deep = {"rows": {"rows": e.table, "filter": f"row.{parent.key} in mids"}}
-            out.append(_goal(f"total_{f}_of_{e.table}_by_{top.table}", 4, top, None,
-                             let={"middle": mid, "mids": {"value": "pluck(middle, 'id')"}, "kids": deep},
-                             require=["len(middle) >= 2", "len(kids) >= 2"],
-                             plan=[{"tool": listing_tool(parent, top), "args": {top.key: "=anchor.id"}},
-                                   {"tool": listing, "args": {parent.key: "=item.id"}, "for_each": "middle"}],
-                             instruction=[f"What is the total {shown} of the {e.noun.plural} of all of "
-                                          f"{{ref:anchor}}'s {parent.noun.plural}?",
-                                          f"Please add up the {shown} of every {e.noun.word} under every "
-                                          f"{parent.noun.word} of {{ref:anchor}}."],
-                             answer=total))
+            out.append(
+                _goal(
+                    f"total_{f}_of_{e.table}_by_{top.table}",
+                    4,
+                    top,
+                    None,
+                    let={"middle": mid, "mids": {"value": "pluck(middle, 'id')"}, "kids": deep},
+                    require=["len(middle) >= 2", "len(kids) >= 2"],
+                    plan=[
+                        {"tool": listing_tool(parent, top), "args": {top.key: "=anchor.id"}},
+                        {"tool": listing, "args": {parent.key: "=item.id"}, "for_each": "middle"},
+                    ],
+                    instruction=[
+                        f"What is the total {shown} of the {e.noun.plural} of all of "
+                        f"{{ref:anchor}}'s {parent.noun.plural}?",
+                        f"Please add up the {shown} of every {e.noun.word} under every "
+                        f"{parent.noun.word} of {{ref:anchor}}.",
+                    ],
+                    answer=total,
+                )
+            )
         if e.lifecycle is None:
             kids = {"rows": {"rows": e.table, "where": {parent.key: "=anchor.id"}}}
-            out.append(_goal(f"count_{e.table}", 2, parent, None, let={"kids": kids},
-                             require=["len(kids) >= 1"],
-                             plan=[{"tool": listing, "args": {parent.key: "=anchor.id"}}],
-                             instruction=[f"How many {e.noun.plural} does {{ref:anchor}} have?",
-                                          f"Please count the {e.noun.plural} of {{ref:anchor}}."],
-                             answer="len(kids)"))
+            out.append(
+                _goal(
+                    f"count_{e.table}",
+                    2,
+                    parent,
+                    None,
+                    let={"kids": kids},
+                    require=["len(kids) >= 1"],
+                    plan=[{"tool": listing, "args": {parent.key: "=anchor.id"}}],
+                    instruction=[
+                        f"How many {e.noun.plural} does {{ref:anchor}} have?",
+                        f"Please count the {e.noun.plural} of {{ref:anchor}}.",
+                    ],
+                    answer="len(kids)",
+                )
+            )
         else:
             state = e.lifecycle.states[0]
             said = state.replace("_", " ")
             rows = {"rows": {"rows": e.table, "where": {parent.key: "=anchor.id", "status": state}}}
-            out.append(_goal(f"count_{state}_{e.table}", 2, parent, None, let={"rows": rows},
-                             plan=[{"tool": listing, "args": {parent.key: "=anchor.id", "status": state}}],
-                             instruction=[f"How many of the {e.noun.plural} of {{ref:anchor}} are {said}?",
-                                          f"Please count {{ref:anchor}}'s {e.noun.plural} that are {said}."],
-                             answer="len(rows)"))
+            out.append(
+                _goal(
+                    f"count_{state}_{e.table}",
+                    2,
+                    parent,
+                    None,
+                    let={"rows": rows},
+                    plan=[{"tool": listing, "args": {parent.key: "=anchor.id", "status": state}}],
+                    instruction=[
+                        f"How many of the {e.noun.plural} of {{ref:anchor}} are {said}?",
+                        f"Please count {{ref:anchor}}'s {e.noun.plural} that are {said}.",
+                    ],
+                    answer="len(rows)",
+                )
+            )
     return out

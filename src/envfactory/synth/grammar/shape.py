@@ -143,14 +143,16 @@ def draw_shape(rng: random.Random) -> Shape:
     add(first_role, count=rng.randint(40, 90))
     while len(entities) < size:
         owners = [e for e in entities.values() if e.other is None and _depth(e, entities) < 2]
-        production = rng.choices(["child", "link", "root"], [6, 2, 1])[0] if len(entities) > 1 else "child"
+        production = (
+            rng.choices(["child", "link", "root"], [6, 2, 2])[0] if len(entities) > 1 else "child"
+        )
         if production == "link" and len(entities) >= 2:
             a, b = rng.sample(sorted(entities.values(), key=lambda e: e.table), 2)
             if a.other is None and b.other is None:
                 add("record", parent=a.table, other=b.table, count=rng.randint(60, 140))
                 continue
         if production == "root":
-            add(rng.choice(["staff", "unit", "asset"]), count=rng.randint(8, 30))
+            add(rng.choice(["staff", "staff", "unit", "asset"]), count=rng.randint(8, 30))
             continue
         parent = rng.choice(sorted(owners, key=lambda e: e.table))
         role = "item" if parent.role in ("record", "item") else rng.choice(["record", "asset"])
@@ -257,7 +259,7 @@ def _draw_lifecycles(entities: list[Entity], rng: random.Random) -> None:
         }
         e.kinds["status"] = "status"
         if not any(k in ("amount", "quantity", "balance") for k in e.kinds.values()):
-            kind = rng.choice(["amount", "quantity"])
+            kind = rng.choice(["amount", "amount", "quantity"])
             name = rng.choice([n for n in words()["fields"][kind] if n not in e.fields])
             e.fields[name], e.kinds[name] = _field(kind, rng), kind
 

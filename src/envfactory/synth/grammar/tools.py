@@ -65,13 +65,16 @@ class World:
     actions: dict[str, Data] = field(default_factory=dict)
     rules: list[Data] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
+    rule_kinds: dict[str, str] = field(default_factory=dict)  # rule id -> constraint kind
 
     def action(self, data: Data) -> str:
         self.actions[data["name"]] = data
         return str(data["name"])
 
-    def rule(self, rule_id: str, text: str, **extra: Data) -> str:
+    def rule(self, rule_id: str, text: str, kind: str = "", **extra: Data) -> str:
         self.rules.append({"id": rule_id, "text": text, **extra})
+        if kind:
+            self.rule_kinds[rule_id] = kind
         return rule_id
 
 
@@ -85,16 +88,14 @@ def listing_tool(e: Entity, parent: Entity) -> str:
 
 def derive_tools(shape: Shape, rng: random.Random) -> World:
     """The read tools and write ops of ``shape``; the entities get their references."""
-    entities = {
+    entities: dict[str, Data] = {
         t: {"label": e.noun.word, "id_prefix": e.prefix, "fields": e.fields}
         for t, e in shape.entities.items()
     }
     world = World(shape, entities)
     for e in shape.entities.values():
         data = entities[e.table]
-        if e.parent is None:
-            data["count"] = e.count
-        elif e.other is not None:
+        if e.parent is None or e.other is not None:
             data["count"] = e.count
         else:
             data["per"] = {"entity": e.parent, "min": e.per[0], "max": e.per[1]}
@@ -261,6 +262,7 @@ def _transitions(w: World, e: Entity) -> None:
                                 for t in lc.transitions
                             )
                             + ".",
+                            "lifecycle",
                         ),
                         "error": f"A {word} cannot go from {{got.status}} to {{status}}.",
                     }
@@ -361,7 +363,7 @@ def _update(w: World, e: Entity, name: str) -> None:
         checks.append(
             {
                 "check": f"got.status in {live}",
-                "error": f"{e.noun.word.capitalize()} {{got.id}} is {{got.status}} and cannot change.",
+                "error": f"{e.noun.word.capitalize()} {{got.id}} is {{got.status}}: it is final.",
             }
         )
     tool = w.action(
@@ -455,6 +457,7 @@ def _link(w: World, e: Entity) -> None:
     rule = w.rule(
         f"one_{e.noun.slug}_per_pair",
         f"A {a.noun.word} and a {b.noun.word} share at most one {e.noun.word}.",
+        "unique_pair",
     )
     sets: Data = {
         a.key: "=first.id",
@@ -480,7 +483,7 @@ def _link(w: World, e: Entity) -> None:
         {
             "name": f"add_{e.noun.slug}",
             "kind": "write",
-            "description": f"Record a new {e.noun.word} between a {a.noun.word} and a {b.noun.word}.",
+            "description": f"Record a {e.noun.word} between a {a.noun.word} and a {b.noun.word}.",
             "params": {a.key: id_param(a), b.key: id_param(b)},
             "load": {
                 "first": f"{a.table}[{a.key}]",
@@ -540,9 +543,11 @@ def _transfer(w: World, e: Entity, name: str) -> None:
     rule = w.rule(
         f"no_negative_{name}",
         f"No {e.noun.word}'s {shown} ever goes below zero.",
+        "conservation",
         invariant={"entity": e.table, "check": f"row.{name} >= 0"},
     )
     same = e.parent is not None
+    owners = w.shape.entities[e.parent].noun.plural if e.parent else ""
     key = w.shape.entities[e.parent].key if e.parent else ""
     checks: list[Data] = [
         {
@@ -564,8 +569,9 @@ def _transfer(w: World, e: Entity, name: str) -> None:
                     f"{name}_stays_within",
                     f"{shown.capitalize()} moves only between {e.noun.plural} of the same "
                     f"{w.shape.entities[e.parent or ''].noun.word}.",
+                    "conservation",
                 ),
-                "error": f"{{src.id}} and {{dst.id}} belong to different {w.shape.entities[e.parent or ''].noun.plural}.",
+                "error": f"{{src.id}} and {{dst.id}} belong to different {owners}.",
             }
         )
     tool = w.action(
