@@ -1,17 +1,22 @@
-"""Diversity of a set of worlds, measured: what tools they offer and what their tasks ask.
+"""Diversity of a set of worlds, measured: their structure, the tools they offer, what their
+tasks ask.
 
-For a set of environments (a synthesised library, the hand-written domains) it counts
+For a set of worlds (a library, the hand-written domains) it counts
 
+- **structures** (from the domain data alone, :mod:`envfactory.synth.structure`): distinct
+  structural digests, which ignore names, words and constants, and distinct values of each
+  component (entity graphs, tool skeleton sets, lifecycle shapes, rule kinds, plan-shape sets),
+  with how many worlds have each lifecycle shape and each kind of rule;
 - **tool signatures**: distinct (read/write, parameter names and types) across the set, and
-  their **skeletons** (read/write and parameter types only, names dropped): how many kinds of
-  call an agent meets, beside how many differently named ones;
+  their **skeletons** (read/write and parameter types only, names dropped);
 - **plan shapes**: distinct gold-plan skeletons (each step's read/write and arity) over a
   sample of tasks at every difficulty, and distinct tool sequences;
 - **instructions**: distinct instructions, and the distinct-n-gram ratio of their words
   (distinct 3-grams / all 3-grams, the usual "distinct-n"), over the same sample.
 
-``python -m envfactory.synth.diversity --library DIR`` prints the figures for the library and
-for the built-in database domains side by side, as JSON.
+``python -m envfactory.synth.diversity --library DIR --json`` gives the figures for the library
+and for the built-in database domains side by side (``--no-tasks``: the structure only, read
+from the world files without building a world).
 """
 
 from __future__ import annotations
@@ -19,11 +24,22 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Sequence
+import sys
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
 from envfactory.contract.environment import Environment
+from envfactory.contract.errors import DomainError
 from envfactory.contract.tasks import Split
+from envfactory.domain.loader import builtin_domain_files, load_domain
+from envfactory.registry.worldfile import world_files
+from envfactory.synth.structure import COMPONENTS, Structure, count_worlds, structure
 
 SPLIT: Split = "train"
 
@@ -80,27 +96,106 @@ def measure(envs: Sequence[Environment], tasks_per_level: int = 10) -> dict[str,
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    from envfactory.openapi.library import register_library
-    from envfactory.registry import list_envs, make
+def measure_structure(
+    structures: Sequence[Structure], tags: Sequence[Sequence[str]] = ()
+) -> dict[str, Any]:
+    """The structural figures of a set of worlds (``tags``: each world's grammar tags)."""
+    digests = Counter(s.digest for s in structures)
+    figures: dict[str, Any] = {
+        "worlds": len(structures),
+        "distinct_structures": len(digests),
+        "distinct_ratio": round(len(digests) / len(structures), 4) if structures else 0.0,
+        "largest_same_structure": max(digests.values(), default=0),
+        "distinct": {c: len({s.components[c] for s in structures}) for c in COMPONENTS},
+        "lifecycle_shapes": count_worlds(s.lifecycles for s in structures),
+        "constraint_kinds": count_worlds(s.constraints for s in structures),
+    }
+    if any(tags):
+        figures["tags"] = dict(Counter(t for world in tags for t in world).most_common())
+    return figures
 
+
+def _read_library(files: Sequence[Path]) -> Iterator[tuple[Structure, list[str]]]:
+    """Each world file's structure and grammar tags (its ``patterns``), from its JSON alone."""
+    for path in files:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise DomainError(f"{path}: {exc}") from None
+        tags = data.get("patterns") or []
+        if not isinstance(data.get("domain"), dict) or not isinstance(tags, list):
+            raise DomainError(f"{path}: a library world holds a `domain` mapping")
+        yield structure(data["domain"], str(path)), [str(t) for t in tags]
+
+
+def library_structure(folder: str | Path, limit: int | None = None) -> dict[str, Any]:
+    """The structural figures of a library folder's worlds (its first ``limit``), with a
+    progress bar on a terminal."""
+    if not Path(folder).is_dir():
+        raise DomainError(f"{folder}: no such library folder")
+    files = world_files(folder)[:limit]
+    console = Console(stderr=True)
+    columns = (TextColumn("structures"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(
+        *columns, console=console, transient=True, disable=not console.is_terminal
+    ) as bar:
+        found = list(bar.track(_read_library(files), total=len(files)))
+    return measure_structure([s for s, _ in found], [t for _, t in found])
+
+
+def hand_written_structure() -> dict[str, Any]:
+    """The structural figures of the built-in domains (``src/envfactory/domains/*.yaml``)."""
+    return measure_structure([structure(load_domain(p)) for p in builtin_domain_files()])
+
+
+def _print_table(report: dict[str, Any]) -> None:
+    table = Table("figure", "library", "hand-written")
+    lib, hand = report["library"]["structure"], report["hand_written"]["structure"]
+    for key in ("worlds", "distinct_structures", "distinct_ratio", "largest_same_structure"):
+        table.add_row(key, str(lib[key]), str(hand[key]))
+    for c in COMPONENTS:
+        table.add_row(f"distinct {c}", str(lib["distinct"][c]), str(hand["distinct"][c]))
+    tasks, hand_tasks = report["library"].get("tasks", {}), report["hand_written"].get("tasks")
+    for key, value in tasks.items():
+        table.add_row(f"tasks: {key}", str(value), str(hand_tasks[key]))
+    Console().print(table)
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--library", required=True, help="A folder of synthesised worlds.")
+    parser.add_argument("--library", required=True, help="A folder of library worlds.")
     parser.add_argument("--limit", type=int, default=None, help="Only its first N worlds.")
     parser.add_argument("--tasks-per-level", type=int, default=10)
-    args = parser.parse_args(argv)
-    ids = sorted(register_library(args.library))[: args.limit]
-    hand = [e for e in list_envs() if make(e).kind == "db"]
-    print(
-        json.dumps(
-            {
-                "library": measure([make(e) for e in ids], args.tasks_per_level),
-                "hand_written": measure([make(e) for e in hand], args.tasks_per_level),
-                "tasks_per_level": args.tasks_per_level,
-            },
-            indent=2,
-        )
+    parser.add_argument(
+        "--no-tasks", action="store_true", help="The structure only: build no world, draw no task."
     )
+    parser.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+    args = parser.parse_args(argv)
+    try:
+        report = _report(args)
+    except DomainError as exc:
+        sys.exit(f"error: {exc}")
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        _print_table(report)
+
+
+def _report(args: argparse.Namespace) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "library": {"structure": library_structure(args.library, args.limit)},
+        "hand_written": {"structure": hand_written_structure()},
+    }
+    if not args.no_tasks:
+        from envfactory.openapi.library import register_library
+        from envfactory.registry import list_envs, make
+
+        ids = sorted(register_library(args.library))[: args.limit]
+        hand = [e for e in list_envs() if make(e).kind == "db"]
+        report["library"]["tasks"] = measure([make(e) for e in ids], args.tasks_per_level)
+        report["hand_written"]["tasks"] = measure([make(e) for e in hand], args.tasks_per_level)
+        report["tasks_per_level"] = args.tasks_per_level
+    return report
 
 
 if __name__ == "__main__":
