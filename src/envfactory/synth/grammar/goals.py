@@ -71,7 +71,7 @@ def derive_goals(w: World) -> list[Data]:
         add(_guarded(w, op))
     for a, b in itertools.permutations(w.ops, 2):
         add(_chain(a, b))
-        add(_branch(w, a, b))
+        add(_branch(a, b))
     for g in _totals(w):
         add(g)
     return goals
@@ -191,7 +191,7 @@ def _chain(a: Op, b: Op) -> Data | None:
     )
 
 
-def _branch(w: World, a: Op, b: Op) -> Data | None:
+def _branch(a: Op, b: Op) -> Data | None:
     """Level 3: one of two writes on a row, by a threshold on one of its fields."""
     e = a.entity
     if (

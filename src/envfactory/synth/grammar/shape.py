@@ -38,8 +38,16 @@ def words() -> Data:
 
 
 def noun(text: str) -> Noun:
+    """A noun of ``words.yaml``: ``word`` or ``word/plural``."""
     word, _, plural = text.partition("/")
-    return Noun(word, plural or (word + "es" if word.endswith(("s", "x", "ch")) else word + "s"))
+    if not plural:
+        if word.endswith(("s", "x", "ch", "sh")):
+            plural = word + "es"
+        elif word.endswith("y") and word[-2:-1] not in ("a", "e", "o", "u"):
+            plural = word[:-1] + "ies"
+        else:
+            plural = word + "s"
+    return Noun(word, plural)
 
 
 @dataclass(frozen=True)
