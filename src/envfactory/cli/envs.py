@@ -8,7 +8,15 @@ import typer
 from rich.table import Table
 
 from envfactory.cli.common import console, print_json, world_ids
+from envfactory.contract.environment import EnvInfo
 from envfactory.registry import list_envs, make
+from envfactory.registry.worldfile import saved_info
+
+
+def env_info(env_id: str) -> EnvInfo:
+    """What ``envs`` lists about a world: the info saved with a library world's file (see
+    :mod:`envfactory.registry.worldfile`), else the info of the world built now."""
+    return saved_info(env_id) or make(env_id).info()
 
 
 def envs(
@@ -22,7 +30,7 @@ def envs(
     """List the registered environments: built-in, installed (entry points), and those the
     ``--library`` paths and ``ENVFACTORY_LIBRARY`` name."""
     world_ids(str(p) for p in library or [])
-    infos = [make(e).info() for e in list_envs()]
+    infos = [env_info(e) for e in list_envs()]
     if json:
         print_json(infos)
         return

@@ -98,8 +98,8 @@ def free_id(env_id: str) -> str:
     """``env_id``, or ``<env_id>-openapi`` when a world that is not compiled already has it."""
     load_builtins()
     with _LOCK:
-        taken = set(_FACTORIES) - _COMPILED
-    return f"{env_id}-openapi" if env_id in taken else env_id
+        taken = env_id in _FACTORIES and env_id not in _COMPILED
+    return f"{env_id}-openapi" if taken else env_id
 
 
 def register_domain_file(path: str | Path, *, overwrite: bool = False) -> str:
@@ -137,10 +137,15 @@ def registered() -> list[str]:
         return sorted(_FACTORIES)
 
 
+def entry(env_id: str) -> Factory | EntryPoint | None:
+    """What ``env_id`` is registered as (an entry point stays unimported), or None."""
+    with _LOCK:
+        return _FACTORIES.get(env_id)
+
+
 def factory(env_id: str) -> Factory | None:
     """The factory of ``env_id`` (an entry point's module imported now), or None."""
-    with _LOCK:
-        found = _FACTORIES.get(env_id)
+    found = entry(env_id)
     return found.load() if isinstance(found, EntryPoint) else found
 
 
