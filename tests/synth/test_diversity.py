@@ -16,7 +16,7 @@ import yaml
 from envfactory.contract.errors import DomainError
 from envfactory.domain.expr import FUNCTIONS
 from envfactory.domain.loader import builtin_domain_files, load_domain, parse_domain
-from envfactory.registry.worldfile import save_world
+from envfactory.registry.worldfile import FORMAT
 from envfactory.synth import diversity
 from envfactory.synth.compose import synthesize
 from envfactory.synth.structure import COMPONENTS, canonical_lifecycle, structure
@@ -257,20 +257,36 @@ def test_data_and_spec_agree_and_bad_data_is_refused() -> None:
         structure(broken, "broken.json")
 
 
+def _save(folder: Path, domain: dict[str, Any], tags: list[str]) -> None:
+    """A library world file, as the synthesiser saves one (without building it)."""
+    data = {"format": FORMAT, "kind": "synth", "patterns": tags, "domain": domain}
+    (folder / f"{domain['id']}.json").write_text(json.dumps(data, default=str))
+
+
 def test_the_command_reads_a_library_from_its_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first = synthesize(0)
-    save_world(tmp_path, first.domain, {"kind": "synth", "patterns": list(first.patterns)})
-    save_world(tmp_path, disguise(first.domain), {"kind": "synth", "patterns": ["disguised"]})
+    _save(tmp_path, first.domain, list(first.patterns))
+    _save(tmp_path, disguise(first.domain), ["disguised"])
+    broken = {**TINY, "id": "broken", "goals": [{**TINY["goals"][0], "level": 9}]}
+    _save(tmp_path, broken, [])
     diversity.main(["--library", str(tmp_path), "--no-tasks", "--json"])
     report = json.loads(capsys.readouterr().out)
     lib, hand = report["library"]["structure"], report["hand_written"]["structure"]
     assert lib["worlds"] == 2 and lib["distinct_structures"] == 1
     assert lib["largest_same_structure"] == 2 and lib["distinct"]["plans"] == 1
     assert lib["tags"] == {p: 1 for p in [*first.patterns, "disguised"]}
+    assert lib["refused"]["worlds"] == 1 and "broken.json" in lib["refused"]["first"][0]
     assert hand["worlds"] == hand["distinct_structures"] == 12
     assert "tasks" not in report["library"]
+
+
+def test_the_command_measures_the_composer_directly(capsys: pytest.CaptureFixture[str]) -> None:
+    diversity.main(["--composed", "3", "--json"])
+    lib = json.loads(capsys.readouterr().out)["library"]["structure"]
+    assert lib["worlds"] == 3 and 1 <= lib["distinct_structures"] <= 3
+    assert sum(lib["tags"].values()) == sum(len(synthesize(i).patterns) for i in range(3))
 
 
 def test_the_command_refuses_a_missing_library(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ For a set of worlds (a library, the hand-written domains) it counts
 
 ``python -m envfactory.synth.diversity --library DIR --json`` gives the figures for the library
 and for the built-in database domains side by side (``--no-tasks``: the structure only, read
-from the world files without building a world).
+from the world files without building a world); ``--composed N`` measures the structure of the
+composer's first N worlds, composed on the spot.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import json
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,8 @@ from envfactory.registry.worldfile import world_files
 from envfactory.synth.structure import COMPONENTS, Structure, count_worlds, structure
 
 SPLIT: Split = "train"
+#: The components that say what a world does rather than what it stores and offers.
+BEHAVIOUR = ("lifecycles", "rules", "plans")
 
 
 def _skeleton(tool: dict[str, Any], kinds: dict[str, str]) -> tuple[Any, ...]:
@@ -106,41 +109,62 @@ def measure_structure(
         "distinct_structures": len(digests),
         "distinct_ratio": round(len(digests) / len(structures), 4) if structures else 0.0,
         "largest_same_structure": max(digests.values(), default=0),
+        # worlds still told apart with their tables and tools ignored: padding a schema with
+        # fields or tools cannot raise this one
+        "distinct_behaviours": len({tuple(s.components[c] for c in BEHAVIOUR) for s in structures}),
         "distinct": {c: len({s.components[c] for s in structures}) for c in COMPONENTS},
         "lifecycle_shapes": count_worlds(s.lifecycles for s in structures),
-        "constraint_kinds": count_worlds(s.constraints for s in structures),
+        "constraint_kinds": count_worlds(s.rule_kinds for s in structures),
+        "constraint_shapes": count_worlds(s.constraints for s in structures),
     }
     if any(tags):
         figures["tags"] = dict(Counter(t for world in tags for t in world).most_common())
     return figures
 
 
-def _read_library(files: Sequence[Path]) -> Iterator[tuple[Structure, list[str]]]:
-    """Each world file's structure and grammar tags (its ``patterns``), from its JSON alone."""
-    for path in files:
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise DomainError(f"{path}: {exc}") from None
-        tags = data.get("patterns") or []
-        if not isinstance(data.get("domain"), dict) or not isinstance(tags, list):
-            raise DomainError(f"{path}: a library world holds a `domain` mapping")
-        yield structure(data["domain"], str(path)), [str(t) for t in tags]
+def _read_world(path: Path) -> tuple[Structure, list[str]]:
+    """A world file's structure and grammar tags (its ``patterns``), from its JSON alone."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DomainError(f"{path}: {exc}") from None
+    tags = data.get("patterns") or []
+    if not isinstance(data.get("domain"), dict) or not isinstance(tags, list):
+        raise DomainError(f"{path}: a library world holds a `domain` mapping")
+    return structure(data["domain"], str(path)), [str(t) for t in tags]
 
 
 def library_structure(folder: str | Path, limit: int | None = None) -> dict[str, Any]:
     """The structural figures of a library folder's worlds (its first ``limit``), with a
-    progress bar on a terminal."""
+    progress bar on a terminal; worlds the engine refuses are counted, with their reasons."""
     if not Path(folder).is_dir():
         raise DomainError(f"{folder}: no such library folder")
     files = world_files(folder)[:limit]
     console = Console(stderr=True)
     columns = (TextColumn("structures"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    found: list[tuple[Structure, list[str]]] = []
+    refused: list[str] = []
     with Progress(
         *columns, console=console, transient=True, disable=not console.is_terminal
     ) as bar:
-        found = list(bar.track(_read_library(files), total=len(files)))
-    return measure_structure([s for s, _ in found], [t for _, t in found])
+        for path in bar.track(files):
+            try:
+                found.append(_read_world(path))
+            except DomainError as exc:
+                refused.append(str(exc))
+    figures = measure_structure([s for s, _ in found], [t for _, t in found])
+    if refused:
+        figures["refused"] = {"worlds": len(refused), "first": refused[:5]}
+    return figures
+
+
+def composed_structure(n: int, seed: int = 0) -> dict[str, Any]:
+    """The structural figures of the composer's worlds 0..n-1 of library ``seed``, composed
+    here (not audited), tagged with their ``patterns``."""
+    from envfactory.synth.compose import synthesize
+
+    made = [synthesize(i, seed) for i in range(n)]
+    return measure_structure([structure(m.domain) for m in made], [m.patterns for m in made])
 
 
 def hand_written_structure() -> dict[str, Any]:
@@ -151,7 +175,7 @@ def hand_written_structure() -> dict[str, Any]:
 def _print_table(report: dict[str, Any]) -> None:
     table = Table("figure", "library", "hand-written")
     lib, hand = report["library"]["structure"], report["hand_written"]["structure"]
-    for key in ("worlds", "distinct_structures", "distinct_ratio", "largest_same_structure"):
+    for key in ("worlds", "distinct_structures", "distinct_ratio", "distinct_behaviours"):
         table.add_row(key, str(lib[key]), str(hand[key]))
     for c in COMPONENTS:
         table.add_row(f"distinct {c}", str(lib["distinct"][c]), str(hand["distinct"][c]))
@@ -163,7 +187,11 @@ def _print_table(report: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--library", required=True, help="A folder of library worlds.")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--library", help="A folder of library worlds.")
+    source.add_argument(
+        "--composed", type=int, metavar="N", help="The composer's first N worlds (no audit)."
+    )
     parser.add_argument("--limit", type=int, default=None, help="Only its first N worlds.")
     parser.add_argument("--tasks-per-level", type=int, default=10)
     parser.add_argument(
@@ -182,11 +210,15 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _report(args: argparse.Namespace) -> dict[str, Any]:
+    if args.composed is not None:
+        figures = composed_structure(args.composed)
+    else:
+        figures = library_structure(args.library, args.limit)
     report: dict[str, Any] = {
-        "library": {"structure": library_structure(args.library, args.limit)},
+        "library": {"structure": figures},
         "hand_written": {"structure": hand_written_structure()},
     }
-    if not args.no_tasks:
+    if args.library is not None and not args.no_tasks:
         from envfactory.openapi.library import register_library
         from envfactory.registry import list_envs, make
 

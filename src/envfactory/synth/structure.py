@@ -36,7 +36,7 @@ import itertools
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +77,8 @@ class Structure:
     digest: str
     components: dict[str, str]
     lifecycles: tuple[str, ...]  # canonical lifecycle shapes, one per lifecycle field
-    constraints: tuple[str, ...]  # rule kinds, one per rule
+    rule_kinds: tuple[str, ...]  # one per rule: prior_call, invariant, enforced, text only
+    constraints: tuple[str, ...]  # one per rule: its kind and the shapes of its checks
     sizes: dict[str, int]  # entities, tools, rules, goals, lifecycles
 
 
@@ -125,7 +126,8 @@ def _shape(node: ast.AST, roles: Mapping[str, str]) -> str:
         case ast.List(elts=elts) | ast.Tuple(elts=elts) | ast.Set(elts=elts) if all(
             isinstance(e, ast.Constant) for e in elts
         ):
-            return "consts(" + ",".join(sorted({_const(e.value) for e in elts})) + ")"  # type: ignore[attr-defined]
+            kinds = {_const(e.value) for e in elts if isinstance(e, ast.Constant)}
+            return "consts(" + ",".join(sorted(kinds)) + ")"
         case ast.BoolOp(op=op, values=values):
             return (
                 f"{type(op).__name__}(" + ",".join(sorted(_shape(v, roles) for v in values)) + ")"
@@ -168,7 +170,8 @@ def _compared(node: ast.AST, binding: str, field: str) -> tuple[bool, set[Any]] 
     items = right.elts if isinstance(right, ast.List | ast.Tuple | ast.Set) else [right]
     if not all(isinstance(e, ast.Constant) for e in items):
         return None
-    return isinstance(op, ast.NotEq | ast.NotIn), {e.value for e in items}  # type: ignore[attr-defined]
+    values = {e.value for e in items if isinstance(e, ast.Constant)}
+    return isinstance(op, ast.NotEq | ast.NotIn), values
 
 
 def _mentioned(tree: ast.AST, binding: str, field: str) -> set[Any]:
@@ -314,7 +317,7 @@ def _rows_class(e: EntitySpec) -> str:
     return "per:0..n" if e.per.min == 0 else "per:1..n"
 
 
-def _rule_kind(rule: RuleSpec, enforced: set[str]) -> str:
+def _rule_kind(rule: RuleSpec, enforced: Container[str]) -> str:
     if rule.prior_call is not None:
         return "prior_call:match" if rule.prior_call.match else "prior_call:any"
     if rule.invariant is not None:
@@ -353,6 +356,7 @@ class _Builder:
         self.edges: list[Edge] = []
         self.kinds = {a.name: a.kind for a in spec.actions}
         self.moves: dict[tuple[str, str], _Lifecycle] = {}
+        self.enforcing: dict[str, set[str]] = defaultdict(set)  # rule -> its checks' shapes
 
     def edge(self, a: str, label: str, b: str) -> None:
         self.edges.append((a, label, b))
@@ -361,10 +365,9 @@ class _Builder:
         spec = self.spec
         for name, e in spec.entities.items():
             self.labels[f"e:{name}"] = self.entity(name, e)
-        enforced = {c.rule for a in spec.actions for c in a.require if c.rule}
         for a in spec.actions:
             self.labels[f"t:{a.name}"] = self.tool(a)
-        rules = {f"r:{r.id}": self.rule(r, enforced) for r in spec.rules}
+        rules = {f"r:{r.id}": self.rule(r) for r in spec.rules}
         self.labels.update(rules)
         lifecycles = self.lifecycles()
         goals = {f"g:{g.id}": self.goal(g) for g in spec.goals}
@@ -380,12 +383,12 @@ class _Builder:
             "plans": _digest(goals.values()),
         }
         whole = _wl(self.labels, self.edges)
-        kinds = sorted(_rule_kind(r, enforced) for r in spec.rules)
         return Structure(
             digest=_h(whole + "".join(components[c] for c in COMPONENTS)),
             components=components,
             lifecycles=tuple(sorted(lifecycles)),
-            constraints=tuple(kinds),
+            rule_kinds=tuple(sorted(_rule_kind(r, self.enforcing) for r in spec.rules)),
+            constraints=tuple(sorted(label.removeprefix("rule|") for label in rules.values())),
             sizes={
                 "entities": len(spec.entities),
                 "tools": len(spec.actions),
@@ -447,9 +450,11 @@ class _Builder:
                 loads.append(f"value({expr_shape(load, roles)})")
         checks = []
         for c in a.require:
-            checks.append(f"{c.code}:{'rule' if c.rule else '-'}:{expr_shape(c.check, roles)}")
+            shape = expr_shape(c.check, roles)
+            checks.append(f"{c.code}:{'rule' if c.rule else '-'}:{shape}")
             if c.rule:
                 self.edge(f"t:{a.name}", "enforces", f"r:{c.rule}")
+                self.enforcing[c.rule].add(shape)
         effects = [self.effect(a, e, bound, roles) for e in a.effects]
         params = sorted(
             ":".join(
@@ -543,8 +548,8 @@ class _Builder:
                 self.edge(f"t:{tool}", f"moves:{steps}", node)
         return labels
 
-    def rule(self, r: RuleSpec, enforced: set[str]) -> str:
-        label = f"rule|{_rule_kind(r, enforced)}"
+    def rule(self, r: RuleSpec) -> str:
+        label = f"rule|{_rule_kind(r, self.enforcing)}"
         if r.prior_call is not None:
             self.edge(f"r:{r.id}", "guards", f"t:{r.prior_call.tool}")
             self.edge(f"r:{r.id}", "needs", f"t:{r.prior_call.needs}")
@@ -552,6 +557,8 @@ class _Builder:
         if r.invariant is not None:
             self.edge(f"r:{r.id}", "invariant", f"e:{r.invariant.entity}")
             label += f"|{expr_shape(r.invariant.check, {})}"
+        if r.id in self.enforcing:
+            label += f"|checks={sorted(self.enforcing[r.id])}"
         return label
 
     def goal(self, g: GoalSpec) -> str:
