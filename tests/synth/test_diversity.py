@@ -16,10 +16,11 @@ import yaml
 from envfactory.contract.errors import DomainError
 from envfactory.domain.expr import FUNCTIONS
 from envfactory.domain.loader import builtin_domain_files, load_domain, parse_domain
+from envfactory.openapi.compile import compile_document
 from envfactory.registry.worldfile import FORMAT
 from envfactory.synth import diversity
 from envfactory.synth.compose import synthesize
-from envfactory.synth.structure import COMPONENTS, canonical_lifecycle, structure
+from envfactory.synth.structure import COMPONENTS, canonical_lifecycle, expr_shape, structure
 
 HAND = builtin_domain_files()
 RESERVED = set(FUNCTIONS) | {"row", "today", "item", "anchor", "result", "id"}
@@ -122,6 +123,12 @@ def test_a_synthesised_world_keeps_its_structure_when_disguised() -> None:
     for i in range(3):
         domain = synthesize(i).domain
         assert structure(disguise(domain)).digest == structure(domain).digest
+
+
+def test_an_openapi_world_keeps_its_structure_when_disguised() -> None:
+    spec = Path(__file__).resolve().parent.parent / "openapi" / "specs" / "clinic-oas3.yaml"
+    domain = compile_document(yaml.safe_load(spec.read_text()), str(spec))
+    assert structure(disguise(domain)).digest == structure(domain).digest
 
 
 def test_the_hand_written_domains_are_twelve_structures() -> None:
@@ -247,6 +254,15 @@ def test_lifecycles_are_compared_up_to_renaming_of_states() -> None:
     assert len(set(colour.values())) == 3  # a chain has no symmetry
     star, colour = canonical_lifecycle("abc", {"a"}, {("a", "b"), ("a", "c")})
     assert star != label and colour["b"] == colour["c"]
+
+
+def test_expressions_are_compared_by_shape() -> None:
+    roles = {"amount": "p:number", "acct": "one"}
+    same = ["amount > 500 and acct.open", "acct.open and 750 < amount"]
+    assert len({expr_shape(e, roles) for e in same}) == 1
+    assert expr_shape("amount >= 500", roles) != expr_shape("amount > 500", roles)
+    assert expr_shape("acct.x == 'a'", roles) == expr_shape("'b' == acct.y", roles)
+    assert expr_shape("len(amount)", roles) != expr_shape("abs(amount)", roles)
 
 
 def test_data_and_spec_agree_and_bad_data_is_refused() -> None:

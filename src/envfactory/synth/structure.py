@@ -95,7 +95,8 @@ def structure(domain: DomainSpec | Mapping[str, Any], source: str = "<data>") ->
 def expr_shape(source: str, roles: Mapping[str, str]) -> str:
     """``source`` with identifiers replaced by their role (``roles``: name -> role; the
     language's own names kept; others ``n``), literals by their type, fields by ``.f``;
-    operands of ``and``/``or``/``==``/``!=`` sorted, so rewording the order changes nothing."""
+    operands of ``and``/``or``/``==``/``!=`` sorted and ``>`` turned round into ``<``, so
+    rewording the order changes nothing."""
     tree = _tree(source)
     return "unparsable" if tree is None else _shape(tree, roles)
 
@@ -135,6 +136,9 @@ def _shape(node: ast.AST, roles: Mapping[str, str]) -> str:
         case ast.Compare(left=left, ops=[ast.Eq() | ast.NotEq() as op], comparators=[right]):
             sides = sorted([_shape(left, roles), _shape(right, roles)])
             return f"{type(op).__name__}({sides[0]},{sides[1]})"
+        case ast.Compare(left=left, ops=[ast.Gt() | ast.GtE() as op], comparators=[right]):
+            flipped = "Lt" if isinstance(op, ast.Gt) else "LtE"  # a > b is b < a
+            return f"Compare({_shape(right, roles)},{flipped}(),{_shape(left, roles)})"
     parts = [
         _shape(c, roles) for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)
     ]
