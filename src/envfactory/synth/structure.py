@@ -79,7 +79,6 @@ class Structure:
     lifecycles: tuple[str, ...]  # canonical lifecycle shapes, one per lifecycle field
     rule_kinds: tuple[str, ...]  # one per rule: prior_call, invariant, enforced, text only
     constraints: tuple[str, ...]  # one per rule: its kind and the shapes of its checks
-    sizes: dict[str, int]  # entities, tools, rules, goals, lifecycles
 
 
 def structure(domain: DomainSpec | Mapping[str, Any], source: str = "<data>") -> Structure:
@@ -393,13 +392,6 @@ class _Builder:
             lifecycles=tuple(sorted(lifecycles)),
             rule_kinds=tuple(sorted(_rule_kind(r, self.enforcing) for r in spec.rules)),
             constraints=tuple(sorted(label.removeprefix("rule|") for label in rules.values())),
-            sizes={
-                "entities": len(spec.entities),
-                "tools": len(spec.actions),
-                "rules": len(spec.rules),
-                "goals": len(spec.goals),
-                "lifecycles": len(lifecycles),
-            },
         )
 
     def entity(self, name: str, e: EntitySpec) -> str:
