@@ -10,6 +10,9 @@ sandboxes they started. :func:`worker_pool` closes both ways out:
 - while the pool is open, SIGTERM raises :class:`SystemExit` in the main thread, and leaving
   the pool by any exception (that, or Ctrl-C's ``KeyboardInterrupt``) kills the workers at
   once instead of waiting for their jobs.
+
+:func:`imap_unordered` can also run its items as Ray tasks on the cluster this process is
+connected to (``ray=True``); Ray is an optional dependency, imported only then.
 """
 
 from __future__ import annotations
@@ -81,10 +84,15 @@ def imap_unordered(
     items: Iterable[tuple[Any, ...]],
     jobs: int,
     initializer: Callable[[], object] | None = None,
+    ray: bool = False,
 ) -> Iterator[T]:
     """``fn(*item)`` for every item, ``jobs`` at a time in a :func:`worker_pool`, yielded as
     each finishes (at most ``4 * jobs`` queued at once, so a long list is never all
-    submitted). One job runs them in this process, in order."""
+    submitted). One job runs them in this process, in order. ``ray``: as Ray tasks instead
+    (see :func:`ray_imap_unordered`; ``jobs`` is then the cluster's)."""
+    if ray:
+        yield from ray_imap_unordered(fn, items, initializer)
+        return
     if jobs <= 1:
         if initializer is not None:
             initializer()
@@ -104,3 +112,46 @@ def imap_unordered(
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 yield fut.result()
+
+
+_initialised: set[Callable[[], object]] = set()
+
+
+def _ray_task(fn: Callable[..., T], initializer: Callable[[], object] | None, *item: Any) -> T:
+    if initializer is not None and initializer not in _initialised:
+        initializer()  # once per Ray worker process, as a pool's initializer
+        _initialised.add(initializer)
+    return fn(*item)
+
+
+def ray_imap_unordered(
+    fn: Callable[..., T],
+    items: Iterable[tuple[Any, ...]],
+    initializer: Callable[[], object] | None = None,
+) -> Iterator[T]:
+    """``fn(*item)`` for every item as Ray tasks on the cluster this process is connected to
+    (``ray.init`` first), yielded as each finishes; at most twice the cluster's CPUs are
+    submitted at once, and those still pending are cancelled if the caller stops early.
+    ``fn`` and the items travel by pickle: the workers need envfactory installed."""
+    import ray
+
+    if not ray.is_initialized():
+        raise RuntimeError("not connected to Ray: call ray.init() first")
+    task = ray.remote(_ray_task)
+    limit = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
+    queue = iter(items)
+    pending: list[Any] = []
+    try:
+        while True:
+            for item in queue:
+                pending.append(task.remote(fn, initializer, *item))
+                if len(pending) >= limit:
+                    break
+            if not pending:
+                return
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                yield ray.get(ref)
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)

@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
+import contextlib
 import json as jsonlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import typer
+from typer.core import TyperCommand
 
 from envfactory.cli.common import console, fail, print_json, print_yield, yield_bar
+from envfactory.synth.journal import JournalError
 from envfactory.synth.pipeline import SynthSettings, WorldResult, run_synth
+
+LOCAL = "local"  # --ray without an address: a Ray instance started here
+
+
+class SynthCommand(TyperCommand):
+    """``synth``, whose ``--ray`` takes an optional ADDRESS: given alone (last, or before
+    another option) it means a local Ray instance. Typer's parser has no optional values."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        fixed: list[str] = []
+        for i, arg in enumerate(args):
+            if arg == "--":
+                fixed += args[i:]
+                break
+            following = args[i + 1] if i + 1 < len(args) else "-"
+            bare = arg == "--ray" and following.startswith("-")
+            fixed.append(f"--ray={LOCAL}" if bare else arg)
+        return super().parse_args(ctx, fixed)
 
 
 def synth(
@@ -32,11 +55,22 @@ def synth(
     constrained: bool = typer.Option(
         False, "--constrained", help="--writer: ask for JSON under the domain schema."
     ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="[ADDRESS]",
+        help="Run the candidates as Ray tasks: alone, on a local Ray instance of --jobs CPUs; "
+        "with ADDRESS (host:port, ray://host:port, auto), on that cluster.",
+    ),
+    fresh: bool = typer.Option(
+        False, "--fresh", help="Start over: forget OUT's journal and the worlds it saved."
+    ),
 ) -> None:
     """Compose domains (a theme, the people archetype and two or more action patterns), build
     and audit each, until N have passed (at most 2N tried); save them to OUT, report the
     yield. OUT is a world library: `envfactory envs --library OUT` lists its worlds, and
-    ENVFACTORY_LIBRARY=OUT makes them available to every command."""
+    ENVFACTORY_LIBRARY=OUT makes them available to every command. A run journals each
+    candidate in OUT as it finishes: run the same command again and a stopped run goes on."""
     out.mkdir(parents=True, exist_ok=True)
     if writer is not None:
         _written(n, out, seed, writer, writer_model, rounds, max_tokens, constrained, json)
@@ -48,7 +82,13 @@ def synth(
             if r.passed:
                 advance(True)
 
-        report = run_synth(n, settings, jobs=jobs, progress=passed)
+        try:
+            with _ray(ray, jobs):
+                report = run_synth(
+                    n, settings, jobs=jobs, progress=passed, ray=ray is not None, fresh=fresh
+                )
+        except JournalError as exc:
+            raise fail(exc) from None
     path = out / "report.json"
     path.write_text(jsonlib.dumps(report.model_dump(mode="json"), indent=1))
     summary = {**report.summary(), "out": str(out), "report": str(path)}
@@ -60,6 +100,29 @@ def synth(
         f"{report.generated} composed, {report.passed_audit} kept in {out} "
         f"({report.seconds_per_world:.2f} s per world); report: {path}"
     )
+
+
+@contextlib.contextmanager
+def _ray(address: str | None, jobs: int) -> Iterator[None]:
+    """Connected to Ray for the block: a local instance of ``jobs`` CPUs, or the cluster at
+    ``address``; nothing when ``address`` is None."""
+    if address is None:
+        yield
+        return
+    try:
+        import ray
+    except ImportError:
+        raise fail("--ray needs Ray: install envfactory's integrations extra") from None
+    from envfactory.integrations.ray.cluster import init_local
+
+    if address == LOCAL:
+        init_local(num_cpus=jobs)
+    else:
+        ray.init(address=address, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
 
 
 def _written(

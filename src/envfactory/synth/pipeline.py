@@ -10,15 +10,25 @@ candidate ends as exactly one outcome: ``passed``
 (saved to the library folder), ``compile_error`` (the engine refused the domain data: a
 synthesiser bug, reported), ``no_tasks`` (a cell of the difficulty ladder is empty),
 ``audit_failure`` (with its failed checks counted) or ``internal_error``.
+
+Candidates run in this process, in a process pool, or as Ray tasks (``ray=True``), all
+through :func:`synth_one`. With a library folder, a run is resumable: each candidate's
+outcome goes to the folder's journal as it finishes and each passing world is saved as it
+passes, so the same run started again skips what is journaled. Passing worlds past the first
+``n`` are removed at the end, so the library and report are those of an uninterrupted run.
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import hashlib
+import json
 import os
 import statistics
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,9 +43,11 @@ from envfactory.registry.table import register_compiled
 from envfactory.registry.worldfile import save_world
 from envfactory.synth.compose import synthesize
 from envfactory.synth.environment import SynthEnvironment
+from envfactory.synth.journal import Journal, JournalError, read_journal
 from envfactory.workers import imap_unordered
 
 REASONS = ("compile_error", "no_tasks", "audit_failure", "internal_error")
+JOURNAL = "synth-journal.jsonl"
 
 
 @dataclass(frozen=True)
@@ -47,12 +59,17 @@ class SynthSettings:
     n: int = 100
     diversity: int = 150
 
+    def judged_by(self) -> dict[str, int]:
+        """What decides each candidate's outcome: a journal holds to one such set."""
+        return {"seed": self.seed, "audit_n": self.n, "diversity": self.diversity}
+
 
 class WorldResult(AuditedWorld):
     """What became of one candidate world."""
 
     index: int
     env_id: str = ""
+    digest: str = Field("", description="of the domain data, when it passed")
     patterns: list[str] = Field(default_factory=list)
     domain: dict[str, Any] | None = Field(None, exclude=True, description="when it passed")
 
@@ -60,11 +77,14 @@ class WorldResult(AuditedWorld):
 class SynthReport(BaseModel):
     """The yield of a synthesis run."""
 
-    generated: int = Field(description="candidates composed and audited")
+    generated: int = Field(description="candidates up to the last one the library needs")
     passed_audit: int = Field(description="worlds kept (the first n that passed)")
-    seconds: float
+    surplus: int = Field(
+        0, description="candidates this run finished past those (under way when n had passed)"
+    )
+    seconds: float = Field(description="wall seconds of this run (a resumed run: its own)")
     yield_rate: float = Field(description="candidates that passed / generated")
-    seconds_per_world: float = Field(description="wall seconds of the run / generated")
+    seconds_per_world: float = Field(description="wall seconds / candidates this run finished")
     median_cpu_seconds: float = Field(description="CPU time per world: robust to a busy machine")
     failures: dict[str, int]
     audit_failures: dict[str, int] = Field(default_factory=dict)
@@ -103,7 +123,12 @@ def _run(index: int, s: SynthSettings, result: WorldResult) -> None:
         spec.id, lambda seed=0, scale=1.0: SynthEnvironment(spec, seed=seed, scale=scale)
     )
     if result.judge(env, s.n, s.diversity):
-        result.domain = made.domain
+        result.domain, result.digest = made.domain, _digest(made.domain)
+
+
+def _digest(domain: dict[str, Any]) -> str:
+    text = json.dumps(domain, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _init_worker() -> None:
@@ -115,30 +140,109 @@ def run_synth(
     settings: SynthSettings,
     jobs: int = 1,
     progress: Callable[[WorldResult], None] | None = None,
+    ray: bool = False,
+    fresh: bool = False,
 ) -> SynthReport:
-    """Compose candidates ``jobs`` at a time until ``n`` worlds passed; save the first ``n``
-    of them (by index) to ``settings.out``."""
+    """Compose candidates ``jobs`` at a time (or as Ray tasks on the cluster this process is
+    connected to) until ``n`` worlds passed; save the first ``n`` of them (by index) to
+    ``settings.out``. A run into a folder with a journal goes on from it; ``fresh`` discards
+    the journal and the worlds it saved instead. Raises :class:`JournalError` for a journal
+    of other settings."""
     started = time.perf_counter()
-    results: list[WorldResult] = []
-    passed = 0
+    done, journal_cm = _open(settings, fresh)
+    passing = sorted(i for i, r in done.items() if r.passed)
+    ran: list[int] = []
 
     def indices() -> Iterator[tuple[int, SynthSettings]]:
         for i in range(2 * n):
-            if passed >= n:
-                return
-            yield i, settings
+            if bisect.bisect_left(passing, i) >= n:
+                return  # n passed below i: i cannot be kept
+            if i not in done:
+                yield i, settings
 
-    for r in imap_unordered(synth_one, indices(), jobs if n > 1 else 1, _init_worker):
-        results.append(r)
-        passed += r.passed
-        if progress:
-            progress(r)
-    results.sort(key=lambda r: r.index)
-    kept = [r for r in results if r.passed][:n]
+    with journal_cm as journal:
+        for r in imap_unordered(synth_one, indices(), jobs if n > 1 else 1, _init_worker, ray):
+            if r.domain is not None and settings.out is not None:
+                save_world(settings.out, r.domain, _meta(r, settings))
+            if journal is not None:
+                journal.add({"index": r.index, **r.model_dump(mode="json")})
+            done[r.index] = r
+            ran.append(r.index)
+            if r.passed:
+                bisect.insort(passing, r.index)
+            if progress:
+                progress(r)
+    decided = _decided(done, n)
+    kept = [r for r in decided if r.passed]
+    if settings.out is not None:
+        _settle(settings, settings.out, kept, done.values())
+    last = decided[-1].index if decided else -1
+    report = _report(decided, kept, settings, time.perf_counter() - started, len(ran))
+    report.surplus = sum(i > last for i in ran)
+    return report
+
+
+def _open(
+    s: SynthSettings, fresh: bool
+) -> tuple[dict[int, WorldResult], contextlib.AbstractContextManager[Journal | None]]:
+    """The candidates journaled in ``s.out`` (by index), and the journal to go on with;
+    ``fresh`` removes the old journal and the worlds it saved first."""
+    if s.out is None:
+        return {}, contextlib.nullcontext()
+    path, now = s.out / JOURNAL, _header(s)
+    if fresh:
+        with contextlib.suppress(JournalError):
+            _remove(s.out, map(WorldResult.model_validate, read_journal(path)[1]))
+        path.unlink(missing_ok=True)
+    header, entries = read_journal(path)
+    if header is not None and (was := {k: header.get(k) for k in now}) != now:
+        why = "composer code" if {**was, "composer": 0} == {**now, "composer": 0} else "settings"
+        raise JournalError(
+            f"{s.out} holds a run with other {why} ({was}, not {now}); run with the "
+            "same settings and code to go on, or start over with --fresh (or another --out)"
+        )
+    done = {r.index: r for r in map(WorldResult.model_validate, entries)}
+    return done, Journal(path, now)
+
+
+def _header(s: SynthSettings) -> dict[str, Any]:
+    """What a journal holds to: the settings, and the composer (by the digest of world 0)."""
+    return {**s.judged_by(), "composer": _digest(synthesize(0, s.seed).domain)}
+
+
+def _decided(done: dict[int, WorldResult], n: int) -> list[WorldResult]:
+    """The candidates that decide a library of ``n``: 0, 1, 2, ... up to the ``n``-th that
+    passed (all ``2 n`` when fewer passed), in index order."""
+    decided: list[WorldResult] = []
+    passed = 0
+    for i in range(2 * n):
+        if passed >= n:
+            break
+        decided.append(done[i])
+        passed += done[i].passed
+    return decided
+
+
+def _settle(
+    s: SynthSettings, out: Path, kept: list[WorldResult], journaled: Iterable[WorldResult]
+) -> None:
+    """Make ``out``'s journaled worlds exactly ``kept``: a kept world whose file is gone
+    (removed by an earlier run for fewer worlds) is composed again from its index; the others
+    are removed."""
     for r in kept:
-        if settings.out is not None and r.domain is not None:
-            save_world(settings.out, r.domain, _meta(r, settings))
-    return _report(results, kept, settings, time.perf_counter() - started)
+        if not (out / f"{r.env_id}.json").exists():
+            r.domain = synthesize(r.index, s.seed).domain
+            if _digest(r.domain) != r.digest:
+                raise JournalError(f"world {r.index} composes otherwise now; run with --fresh")
+            save_world(out, r.domain, _meta(r, s))
+    keep = {r.index for r in kept}
+    _remove(out, (r for r in journaled if r.index not in keep))
+
+
+def _remove(out: Path, results: Iterable[WorldResult]) -> None:
+    for r in results:
+        if r.passed:
+            (out / f"{r.env_id}.json").unlink(missing_ok=True)
 
 
 def _meta(r: WorldResult, s: SynthSettings) -> dict[str, Any]:
@@ -153,7 +257,11 @@ def _meta(r: WorldResult, s: SynthSettings) -> dict[str, Any]:
 
 
 def _report(
-    results: list[WorldResult], kept: list[WorldResult], s: SynthSettings, seconds: float
+    results: list[WorldResult],
+    kept: list[WorldResult],
+    s: SynthSettings,
+    seconds: float,
+    ran: int,
 ) -> SynthReport:
     failures, checks = tally(results, REASONS)
     passed = sum(r.passed for r in results)
@@ -162,7 +270,7 @@ def _report(
         passed_audit=len(kept),
         seconds=round(seconds, 2),
         yield_rate=round(passed / len(results), 4) if results else 0.0,
-        seconds_per_world=round(seconds / len(results), 3) if results else 0.0,
+        seconds_per_world=round(seconds / ran, 3) if ran else 0.0,
         median_cpu_seconds=round(statistics.median(r.cpu_seconds for r in results), 3)
         if results
         else 0.0,
