@@ -30,57 +30,46 @@ def _own_tool(w: World, op: Op) -> bool:
     return sum(o.tool == op.tool for o in w.ops) == 1
 
 
-def deadline(w: World, op: Op, rng: random.Random) -> bool:
-    """An exit allowed only some days before the row's date."""
+def _dated(w: World, op: Op, rule_id: str, when: str, check: str, error: str) -> bool:
+    """Bind a move to its row's date: ``check`` (over ``got``) with ``{d}`` for the date
+    field; ``when`` words the rule ("only up to 3 days before"). A move takes one date rule."""
     e = op.entity
-    if (
-        op.kind != "transition"
-        or not e.of("date")
-        or not _own_tool(w, op)
-        or "window" in op.constraints
-    ):
+    dated = {"deadline", "window"} & set(op.constraints)
+    if op.kind != "transition" or not e.of("date") or not _own_tool(w, op) or dated:
         return False
-    d, days = e.of("date")[0], rng.randint(1, 5)
+    d = e.of("date")[0]
     shown = d.replace("_", " ")
-    rule = w.rule(
-        f"{op.tool}_deadline",
-        f"A {e.noun.word} can be "
-        f"{(op.target_state or '').replace('_', ' ')} only up to {days} days before its {shown}.",
-    )
-    _check(
+    moved = (op.target_state or "").replace("_", " ")
+    rule = w.rule(rule_id, f"A {e.noun.word} can be {moved} {when} its {shown}.")
+    _check(w, op, check.format(d=d), rule, error.format(d=d, shown=shown))
+    op.checks.append(check.format(d=d).replace("got.", "{r}."))
+    return True
+
+
+def deadline(w: World, op: Op, rng: random.Random) -> bool:
+    """A move allowed only some days before the row's date."""
+    days = rng.randint(1, 5)
+    return _dated(
         w,
         op,
-        f"days_between(today, got.{d}) >= {days}",
-        rule,
-        f"{{got.id}}'s {shown} is {{got.{d}}}, less than {days} days away.",
+        f"{op.tool}_deadline",
+        f"only up to {days} days before",
+        f"days_between(today, got.{{d}}) >= {days}",
+        f"{{{{got.id}}}}'s {{shown}} is {{{{got.{{d}}}}}}, less than {days} days away.",
     )
-    op.checks.append(f"days_between(today, {{r}}.{d}) >= {days}")
-    return True
 
 
 def window(w: World, op: Op, rng: random.Random) -> bool:
     """A move allowed only within some days after the row's date."""
-    e = op.entity
-    if (
-        op.kind != "transition"
-        or not e.of("date")
-        or not _own_tool(w, op)
-        or "deadline" in op.constraints
-    ):
-        return False
-    d, days = e.of("date")[-1], rng.choice([14, 21, 30, 45])
-    shown = d.replace("_", " ")
-    rule = w.rule(
+    days = rng.choice([14, 21, 30, 45])
+    return _dated(
+        w,
+        op,
         f"{op.tool}_window",
-        f"A {e.noun.word} can be "
-        f"{(op.target_state or '').replace('_', ' ')} only within {days} days after its {shown}.",
+        f"only within {days} days after",
+        f"days_between(got.{{d}}, today) >= 0 and days_between(got.{{d}}, today) <= {days}",
+        f"{{{{got.id}}}}'s {{shown}} is {{{{got.{{d}}}}}}, outside the {days}-day window.",
     )
-    check = f"days_between(got.{d}, today) >= 0 and days_between(got.{d}, today) <= {days}"
-    _check(
-        w, op, check, rule, f"{{got.id}}'s {shown} is {{got.{d}}}, outside the {days}-day window."
-    )
-    op.checks.append(check.replace("got.", "{r}."))
-    return True
 
 
 def prerequisite(w: World, op: Op, rng: random.Random) -> bool:

@@ -423,17 +423,7 @@ def _create(w: World, e: Entity) -> None:
         sets[f] = f"={f}"
         args[f] = f"=new_{f}"
         said.append(f"{f.replace('_', ' ')} {{new_{f}}}")
-    for f, kind in e.kinds.items():
-        if kind in ("date",):
-            sets[f] = "=today"
-        elif kind == "balance":
-            sets[f] = 0
-        elif kind == "optional":
-            sets[f] = None
-    if e.lifecycle is not None:
-        sets["status"] = e.lifecycle.states[0]
-    if "reason" in e.fields:
-        sets["reason"] = None
+    sets |= _defaults(e, set(sets))
     tool = w.action(
         {
             "name": f"add_{e.noun.slug}",
@@ -452,6 +442,28 @@ def _create(w: World, e: Entity) -> None:
     w.ops.append(Op(tool, parent, "create", args, phrase, (), let, writes=tuple(sets)))
 
 
+def _defaults(e: Entity, given: set[str]) -> Data:
+    """What a new row of ``e`` holds in the fields a call does not give: dated today, no
+    amount, one unit, the first category, no flag, no optional reference, the lifecycle's
+    first state, no reason."""
+    by_kind: Data = {"date": "=today", "amount": 0, "balance": 0, "quantity": 1, "flag": False}
+    out: Data = {}
+    for f, kind in e.kinds.items():
+        if f in given:
+            continue
+        if kind in by_kind:
+            out[f] = by_kind[kind]
+        elif kind == "category":
+            out[f] = e.fields[f]["choices"][0]
+        elif kind in ("optional", "hierarchy"):
+            out[f] = None
+        elif kind == "status" and e.lifecycle is not None:
+            out[f] = e.lifecycle.states[0]
+    if "reason" in e.fields and "reason" not in given:
+        out["reason"] = None
+    return out
+
+
 def _link(w: World, e: Entity) -> None:
     a, b = w.shape.entities[e.parent or ""], w.shape.entities[e.other or ""]
     rule = w.rule(
@@ -464,21 +476,7 @@ def _link(w: World, e: Entity) -> None:
         b.key: "=second.id",
         "code": "=(top[0].code + 1) if top else 1",
     }
-    for f, kind in e.kinds.items():
-        if kind == "date":
-            sets[f] = "=today"
-        elif kind in ("amount", "quantity", "balance"):
-            sets[f] = 1 if kind == "quantity" else 0
-        elif kind == "category":
-            sets[f] = e.fields[f]["choices"][0]
-        elif kind == "flag":
-            sets[f] = False
-        elif kind == "optional":
-            sets[f] = None
-    if e.lifecycle is not None:
-        sets["status"] = e.lifecycle.states[0]
-    if "reason" in e.fields:
-        sets["reason"] = None
+    sets |= _defaults(e, set(sets))
     tool = w.action(
         {
             "name": f"add_{e.noun.slug}",
