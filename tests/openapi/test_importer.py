@@ -3,13 +3,17 @@ semantics of the tools it compiles, exercised through live episodes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from openapi_worlds import SPECS, Client, domain, world
 
+from envfactory.episode.runner import run_episode
 from envfactory.openapi.document import SpecError, load_document, parse_text, read_document
 from envfactory.openapi.model import NoWorld
 from envfactory.openapi.names import identifier, singular, words, world_id
 from envfactory.openapi.resources import build_graph
+from envfactory.policies.scripted import Oracle
 
 
 def test_resources_from_paths_nesting_and_refs() -> None:
@@ -91,6 +95,9 @@ def test_scope_parameters_become_fixed_values() -> None:
         ("swagger-1.json", "unsupported_construct"),
         ("external-ref.yaml", "unsupported_construct"),
         ("read-only.yaml", "no_writable_resource"),
+        ("create-only.yaml", "no_tasks"),
+        ("names-only.yaml", "no_tasks"),
+        ("webhooks-only.yaml", "no_resources"),
     ],
 )
 def test_documents_skipped_with_a_reason(name: str, reason: str) -> None:
@@ -98,6 +105,98 @@ def test_documents_skipped_with_a_reason(name: str, reason: str) -> None:
         domain.__wrapped__(name)
     assert info.value.reason == reason  # type: ignore[union-attr]
     assert info.value.message  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("read-only.yaml", "reads only, through one operation (GET /stations)"),
+        ("create-only.yaml", "only operations create new, unlinked rows (POST /payments, POST"),
+        ("webhooks-only.yaml", "declares no operations (only webhooks"),
+        ("names-only.yaml", "over its tags: no field to ask about or to set"),
+    ],
+)
+def test_refusals_say_what_to_change(name: str, says: str) -> None:
+    with pytest.raises(NoWorld) as info:
+        domain.__wrapped__(name)
+    assert says in info.value.message
+
+
+def test_rpc_over_post_with_method_prefixed_ids() -> None:
+    """``post-getAccountHolder`` on ``POST /getAccountHolder``: a get whose row is named by
+    ``accountHolderCode`` in the body; ``post-closeAccountHolder`` is an action, left out."""
+    graph = build_graph(load_document(read_document(SPECS / "accounts-rpc-post.json"), "acc"))
+    holder, account = graph.resources["account_holder"], graph.resources["account"]
+    assert set(graph.resources) == {"account_holder", "account"}
+    assert set(holder.endpoints) == {"create", "get", "update"}
+    assert holder.endpoints["get"].id_param == "accountHolderCode"
+    assert account.endpoints["update"].id_param == "accountCode"
+    assert account.parent == "account_holder"  # createAccount requires accountHolderCode
+    assert graph.skipped["custom action or singleton"] == 2  # close, unSuspend
+    names = {a["name"] for a in domain("accounts-rpc-post.json")["actions"]}
+    assert {"post_get_account_holder", "post_update_account", "post_create_account"} <= names
+
+
+def _rpc_doc(get_params: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = {"type": "object", "properties": get_params, "required": list(get_params)}
+    config = {
+        "type": "object",
+        "properties": {"notificationId": {"type": "string"}, "notifyUrl": {"type": "string"}}
+        | (extra or {}),
+    }
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/getNotificationConfiguration": {
+                "post": {
+                    "operationId": "post-getNotificationConfiguration",
+                    "requestBody": {"content": {"application/json": {"schema": body}}},
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {"application/json": {"schema": config}},
+                        }
+                    },
+                }
+            }
+        },
+    }
+
+
+def test_id_parameter_named_after_part_of_the_noun() -> None:
+    """``notificationId`` names a notification configuration; a parameter naming nothing
+    like it does not."""
+    doc = load_document(_rpc_doc({"notificationId": {"type": "string"}}), "n")
+    res = build_graph(doc).resources["notification_configuration"]
+    assert res.endpoints["get"].id_param == "notificationId"
+    graph = build_graph(load_document(_rpc_doc({"merchantAccount": {"type": "string"}}), "m"))
+    assert not graph.resources and graph.skipped["no id parameter"] == 1
+
+
+def test_reference_and_code_properties_are_relations() -> None:
+    """``recurringDetailReference``, required to create a permit, makes recurring details its
+    parent; an optional ``customerCode`` refers to customers; each entity's own
+    ``...Reference`` / ``...Code`` is its id, not a field."""
+    d = domain("permits-reference.yaml")
+    permits = d["entities"]["permits"]
+    assert permits["per"]["entity"] == "recurring_details"
+    assert permits["fields"]["customerCode"]["ref"] == "customers"
+    assert "recurringDetailReference" not in d["entities"]["recurring_details"]["fields"]
+    assert "customerCode" not in d["entities"]["customers"]["fields"]
+
+
+def test_read_only_world_asks_questions() -> None:
+    """Two reads and nothing to write: a world whose tasks are questions the reads answer."""
+    d = domain("airlines-read-only.yaml")
+    kinds = {a["name"] for a in d["actions"]}
+    assert kinds <= {"search_airlines", "get_airline", "list_routes", "get_route"}
+    assert len(kinds) >= 3
+    assert all("answer" in g for g in d["goals"])
+    env = world("airlines-read-only.yaml")
+    for diff in env.difficulties:
+        task = env.task("test", diff, 0)
+        assert task.hidden.answers and run_episode(env, task, Oracle(), env.episode()).reward == 1.0
 
 
 def test_garbage_is_malformed_not_a_crash() -> None:

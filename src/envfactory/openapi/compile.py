@@ -17,7 +17,7 @@ from envfactory.openapi.actions import action, children
 from envfactory.openapi.document import Document, load_document
 from envfactory.openapi.entities import build_model
 from envfactory.openapi.goals import GoalBuilder, build_goals, one_page
-from envfactory.openapi.model import Entity, Model
+from envfactory.openapi.model import Entity, Model, NoWorld
 from envfactory.openapi.names import article, words, world_id
 from envfactory.openapi.resources import build_graph
 
@@ -48,6 +48,13 @@ def domain_data(doc: Document, env_id: str) -> dict[str, Any]:
     graph = build_graph(doc)
     model = build_model(doc, graph, env_id)
     goals = build_goals(model)
+    if not goals:
+        what = ", ".join(e.labels for e in model.entities.values())
+        raise NoWorld(
+            "no_tasks",
+            f"no task can be written over its {what}: no field to ask about or to set "
+            "(only ids, names, metadata or free words) and no row to create or delete",
+        )
     _prune(model, goals)
     used = _used_tools(model, goals)
     actions = [action(t, model) for t in model.tools if t.name in used]

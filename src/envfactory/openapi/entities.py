@@ -20,6 +20,7 @@ from envfactory.openapi.model import (
     Field,
     Model,
     NoWorld,
+    Tool,
     flat,
 )
 from envfactory.openapi.names import human, id_prefix, identifier, plural, words
@@ -27,10 +28,13 @@ from envfactory.openapi.resources import Graph, Resource
 from envfactory.openapi.schema import Prop
 from envfactory.openapi.tools import ToolBuilder
 
+# How a property holding a row's id ends.
+REF_SUFFIXES = ("id", "code", "reference")
+
 
 def _id_like(res: Resource) -> set[str]:
     noun = "".join(res.noun.split("_"))
-    out = {"id", noun + "id", noun + "ids"}
+    out = {"id", noun + "ids", *(noun + s for s in REF_SUFFIXES)}
     out |= {flat(e.id_param) for e in res.endpoints.values() if e.id_param}
     return out
 
@@ -88,14 +92,12 @@ def _select(graph: Graph) -> list[Resource]:
 
 
 def build_model(doc: Document, graph: Graph, world: str) -> Model:
-    """The world model of a document, or :class:`NoWorld` when it holds nothing writable."""
+    """The world model of a document, or :class:`NoWorld` when no task could be made of it."""
     picked = _select(graph)
     if not picked and doc.dropped:
         raise NoWorld("unsupported_construct", "; ".join(sorted(doc.dropped))[:400])
     if not picked:
-        raise NoWorld("no_resources", "no operation lists, gets, creates, updates or deletes rows")
-    if not any(r.writable for r in picked):
-        raise NoWorld("no_writable_resource", "no operation creates, updates or deletes rows")
+        raise NoWorld("no_resources", _nothing_modelled(graph))
     builder = _EntityBuilder(graph)
     builder.name_entities(picked)
     for r in picked:
@@ -105,12 +107,7 @@ def build_model(doc: Document, graph: Graph, world: str) -> Model:
     for r in picked:
         tools.add(r)
     _size(entities)
-    if not any(
-        t.kind in ("create", "update", "delete")
-        for e in entities.values()
-        for t in e.tools.values()
-    ):
-        raise NoWorld("no_writable_resource", "no write operation fits a modelled resource")
+    _check_tasks_possible(entities)
     return Model(
         entities=entities,
         constants=tools.constants,
@@ -119,6 +116,62 @@ def build_model(doc: Document, graph: Graph, world: str) -> Model:
         operations=graph.operations,
         skipped=dict(graph.skipped),
     )
+
+
+# Why operations were left out, as a user reads it.
+_SKIPPED = {
+    "custom action or singleton": "custom actions or singletons",
+    "no id parameter": "reads or writes of one row with no parameter naming the row",
+    "composite path segment": "paths with a segment like {from}-{to}",
+}
+
+
+def _nothing_modelled(graph: Graph) -> str:
+    """Why no resource was found, in words a user can act on."""
+    if not graph.operations:
+        return "the document declares no operations (only webhooks or schemas): nothing to call"
+    why = ", ".join(f"{n} {_SKIPPED.get(k, k)}" for k, n in graph.skipped.most_common())
+    return (
+        f"none of its {graph.operations} operations reads or writes rows of a collection "
+        f"({why or 'rows without fields'}); a world needs a list, get, create, update or "
+        "delete on a resource with fields"
+    )
+
+
+def _calls(tools: list[Tool]) -> str:
+    shown = ", ".join(f"{t.method} {t.path}" for t in tools[:3])
+    return shown + (f" and {len(tools) - 3} more" if len(tools) > 3 else "")
+
+
+def _check_tasks_possible(entities: dict[str, Entity]) -> None:
+    """Refuse, with the reason, a world whose tasks could not differ or not be held out:
+    reads only through one operation (every task the same call), or writes that only create
+    unlinked rows and nothing to read (held-out tasks must change, link to or ask about rows
+    that exist)."""
+    tools = [t for e in entities.values() for t in e.tools.values()]
+    writes = [t for t in tools if t.kind in ("create", "update", "delete")]
+    if not writes and len(tools) < 2:
+        raise NoWorld(
+            "no_writable_resource",
+            f"reads only, through one operation ({_calls(tools)}): every task would be the "
+            "same call; a world needs a write operation or a second read",
+        )
+    linked = any(
+        t.parent_param or any(entities[t.entity].fields[f].ref for f in t.fields.values())
+        for t in writes
+    )
+    if (
+        writes
+        and len(writes) == len(tools)
+        and not linked
+        and all(t.kind == "create" for t in writes)
+    ):
+        raise NoWorld(
+            "no_tasks",
+            f"its only operations create new, unlinked rows ({_calls(writes)}): validation "
+            "and test tasks must change, link to or ask about rows that exist, and none can; "
+            "a get, list, update or delete of those rows would give them tasks",
+        )
 
 
 def _size(entities: dict[str, Entity]) -> None:
@@ -199,9 +252,10 @@ class _EntityBuilder:
         )
 
     def _ref_of(self, p: Prop, r: Resource) -> str | None:
-        """A property that holds another entity's id: ``customerId`` -> customers."""
+        """A property that holds another entity's id: ``customerId`` -> customers,
+        ``recurringDetailReference`` -> recurring details."""
         ws = words(p.name)
-        if p.type != "string" or len(ws) < 2 or ws[-1] != "id":
+        if p.type != "string" or len(ws) < 2 or ws[-1] not in REF_SUFFIXES:
             return None
         noun = "_".join(ws[:-1])
         if noun == r.noun or noun not in self.by_noun or self._reaches(noun, r.noun):

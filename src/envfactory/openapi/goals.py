@@ -192,7 +192,8 @@ class GoalBuilder:
         of plain dictionary words: such an answer cannot be told from the words of the reply
         around it, so it cannot be graded as one committed value; no boolean and no enum of
         fewer than ``1 / GUESS_SHARE`` values: a blind guess would be right too often, and the
-        task factory does not ask such a question)."""
+        task factory does not ask such a question; no digits around a colon, ``+49:77``,
+        ``12:34:56``: ``verify.answers.gives`` does not credit a reply that states them)."""
         naming = entity.naming_field
         fields = [
             f
@@ -200,6 +201,7 @@ class GoalBuilder:
             if n != naming
             and not f.ref
             and f.spec.get("faker") != "word"
+            and "#:#" not in str(f.spec.get("pattern", ""))
             and (not f.enum or len(f.enum) * GUESS_SHARE >= 1)
         ]
         return sorted((f for f in fields if f.type != "boolean" and meaningful(f)), key=rank)[

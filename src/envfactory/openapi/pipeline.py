@@ -8,9 +8,10 @@ modelled is skipped with its reason, never a crash:
 - ``malformed``: not JSON/YAML, not an OpenAPI document, references pointing at nothing;
 - ``unsupported_construct``: Swagger 1.x, external references, oversized documents;
 - ``no_resources``: no operation lists, gets, creates, updates or deletes rows;
-- ``no_writable_resource``: only reads (nothing a task could change);
+- ``no_writable_resource``: reads only, through one operation (every task the same call);
 - ``compile_error``: the compiled domain does not validate (an importer bug; reported);
-- ``no_tasks``: a difficulty or split has no task (too few rows or goals);
+- ``no_tasks``: a difficulty or split has no task (too few rows or goals; or every operation
+  creates unlinked rows, so no held-out task exists);
 - ``audit_failure``: the audit's verdict (its failed checks are counted too);
 - ``timeout``: compile plus audit ran past the limit;
 - ``internal_error``: the importer itself failed (a bug, reported with its message).

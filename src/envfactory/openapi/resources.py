@@ -47,13 +47,16 @@ _ACTION_WORDS_WORDS = """
     restore resume retry revoke rotate run send start stop suspend sync test trigger unlock
     unpublish validate verify batch bulk count regenerate generate renew refresh upgrade
     migrate purchase failover apply calculate compute convert estimate predict preview scan
-    transfer translate analyze analyse detect evaluate query search lookup fetch
+    transfer translate analyze analyse detect evaluate query search lookup fetch notify
 """
 ACTION_WORDS = frozenset(_ACTION_WORDS_WORDS.split())
 _VERSION = re.compile(r"^(v\d+(\.\d+)*(beta\d*|alpha\d*)?|\d{4}-\d{2}-\d{2}|api|rest)$", re.I)
-# How a parameter that holds a row's id ends: ``QueueId``, ``vaultName``, ``DBClusterIdentifier``.
-ID_SUFFIXES = ("id", "identifier", "name", "arn", "key")
+# How a parameter that holds a row's id ends: ``QueueId``, ``vaultName``, ``DBClusterIdentifier``,
+# ``accountHolderCode``, ``recurringDetailReference``.
+ID_SUFFIXES = ("id", "identifier", "name", "arn", "key", "code", "reference")
 _METHOD_PREFIX = re.compile(r"^(GET|POST|PUT|PATCH|DELETE)_(?=[A-Z])")
+# A lowercase method before a verb (Adyen's ``post-createAccountHolder``).
+_METHOD_WORD = re.compile(r"^(get|post|put|patch|delete)[-_](?=[a-z]+)")
 _PARAM = re.compile(r"^\{\+?([^{}]+)\}(\.[A-Za-z{}_]+)?$")
 
 
@@ -77,10 +80,6 @@ class Resource:
     endpoints: dict[Kind, Endpoint] = field(default_factory=dict)
     parent: str | None = None
     props: list[Prop] = field(default_factory=list)
-
-    @property
-    def writable(self) -> bool:
-        return any(k in self.endpoints for k in ("create", "update", "delete"))
 
 
 @dataclass
@@ -118,6 +117,9 @@ def _verb(name: str) -> tuple[Kind | None, list[str]]:
     ``ListIdentityPools`` -> ("list", ["identity", "pools"]); Azure's ``Widgets_Get`` ->
     ("get", ["widgets"]); AWS query style's ``POST_CreateDBInstance`` -> ("create", ...)."""
     name = _METHOD_PREFIX.sub("", name)
+    bare = _METHOD_WORD.sub("", name)
+    if bare != name and (_action(words(bare)) or words(bare)[0] in VERB_KIND):
+        name = bare  # ``post-closeAccount``: an action, not a create
     if "_" in name and not name.islower() and name.count("_") == 1:
         noun, _, verb = name.partition("_")
         ws = words(verb)
@@ -138,6 +140,11 @@ def _verb(name: str) -> tuple[Kind | None, list[str]]:
     if rest and rest[-1] in ("list", "collection"):
         kind, rest = "list", rest[:-1]
     return kind, rest
+
+
+def _action(ws: list[str]) -> bool:
+    """Whether words start with an action: ``cancel``, ``unSuspend``."""
+    return bool(ws) and (ws[0] in ACTION_WORDS or (ws[0] == "un" and _action(ws[1:])))
 
 
 def _noun(ws: list[str]) -> str:
@@ -177,7 +184,7 @@ def _rest(op: Operation, segs: list[tuple[str, str]], resolver: Resolver) -> End
     if ":" in segs[last][1]:
         return None
     noun_words = words(segs[last][1])
-    if not noun_words or {noun_words[0], noun_words[-1]} & ACTION_WORDS:
+    if not noun_words or _action(noun_words) or noun_words[-1] in ACTION_WORDS:
         return None
     if noun_words[0] in VERB_KIND:
         return None
@@ -254,17 +261,22 @@ def _all_params(op: Operation, doc: Document) -> list[str]:
     return names
 
 
-def _id_param(ep: Endpoint, doc: Document) -> str | None:
-    """The parameter of an RPC get/update/delete that names the row: ``IdentityPoolId``."""
-    noun = "".join(ep.noun.split("_"))
-    best = None
+def _id_param(ep: Endpoint, doc: Document, nouns: set[str]) -> str | None:
+    """The parameter of an RPC get/update/delete that names the row: ``IdentityPoolId``; else
+    ``id`` or ``name``; else one named after the noun's first or last word when no resource is
+    called that (``notificationId`` of a notification configuration, but not ``CertificateArn``
+    of certificate options when certificates exist)."""
+    parts = ep.noun.split("_")
+    partial = [w for w in dict.fromkeys([parts[0], parts[-1]]) if len(parts) > 1 and w not in nouns]
+    found: dict[int, str] = {}
     for name in _all_params(ep.op, doc):
         flat = "".join(words(name))
-        if flat in [noun + suffix for suffix in ID_SUFFIXES]:
-            return name
-        if flat in ("id", "name") and best is None:
-            best = name
-    return best
+        if flat in ("id", "name"):
+            found.setdefault(1, name)
+        for rank, stem in enumerate(["".join(parts), "", *partial]):
+            if stem and flat in [stem + suffix for suffix in ID_SUFFIXES]:
+                found.setdefault(rank, name)
+    return found[min(found)] if found else None
 
 
 def build_graph(doc: Document) -> Graph:
@@ -276,13 +288,14 @@ def build_graph(doc: Document) -> Graph:
         got = classify(op, resolver)
         if isinstance(got, str):
             skipped[got] += 1
-            continue
-        if got.kind in ("get", "update", "delete") and got.id_param is None:
-            got.id_param = _id_param(got, doc)
-            if got.id_param is None:
-                skipped["no id parameter"] += 1
-                continue
-        eps.append(got)
+        else:
+            eps.append(got)
+    nouns = {e.noun for e in eps}
+    for e in [e for e in eps if e.kind in ("get", "update", "delete") and e.id_param is None]:
+        e.id_param = _id_param(e, doc, nouns)
+        if e.id_param is None:
+            skipped["no id parameter"] += 1
+            eps.remove(e)
     nouns = {e.noun for e in eps}
     by_noun: dict[str, list[Endpoint]] = {}
     for e in eps:
