@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, Literal
 
 from envfactory.contract.config import EpisodeConfig
@@ -12,10 +12,11 @@ from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.tasks import Split, Task
 from envfactory.db.criteria import domain_rubric
 from envfactory.db.episode import DatabaseEpisode
-from envfactory.db.tasks import TaskFactory
+from envfactory.db.tasks import TaskFactory, levels
 from envfactory.db.verifier import RuleChecker
 from envfactory.domain.loader import load_domain
 from envfactory.domain.spec import DomainSpec
+from envfactory.world.seed import row_counts
 from envfactory.world.tables import Row
 from envfactory.world.world import World
 
@@ -63,21 +64,67 @@ class DatabaseEnvironment(Environment):
         return self.world.tool_schemas(fmt)
 
     def info(self) -> EnvInfo:
-        return EnvInfo(
-            id=self.id,
-            kind=self.kind,
-            name=self.spec.name,
-            description=self.spec.description,
-            tools=len(self.world.tools),
-            tool_names=list(self.world.tools),
-            difficulties=self.difficulties,
-            tables=len(self.world.tables),
-            rows=self.world.row_count,
-            rules=len(self.spec.rules),
-            goal_templates=len(self.spec.goals),
-        )
+        world = self.world
+        return domain_info(
+            self.spec, self.kind, list(world.tools), len(world.tables), world.row_count,
+            self.difficulties,
+        )  # fmt: skip
+
+
+def domain_info(
+    spec: DomainSpec,
+    kind: str,
+    tool_names: list[str],
+    tables: int,
+    rows: int,
+    difficulties: list[int],
+) -> EnvInfo:
+    """A database world's :class:`EnvInfo`: its spec's words and counts, and these."""
+    return EnvInfo(
+        id=spec.id,
+        kind=kind,
+        name=spec.name,
+        description=spec.description,
+        tools=len(tool_names),
+        tool_names=tool_names,
+        difficulties=difficulties,
+        tables=tables,
+        rows=rows,
+        rules=len(spec.rules),
+        goal_templates=len(spec.goals),
+    )
+
+
+def unbuilt_info(
+    spec: DomainSpec,
+    *,
+    kind: str = DatabaseEnvironment.kind,
+    seed: int = 0,
+    scale: float = 1.0,
+    rows: Mapping[str, list[Row]] | None = None,
+    difficulties: list[int] | None = None,
+) -> EnvInfo:
+    """What ``DatabaseEnvironment(spec, seed=seed, scale=scale, rows=rows).info()`` gives (a
+    subclass's kind and difficulties passed in), read from the spec without building the
+    world: the rows it would generate counted, not made; the tools named, not compiled."""
+    counts = row_counts(spec, seed, scale) if rows is None else {n: len(r) for n, r in rows.items()}
+    return domain_info(
+        spec,
+        kind,
+        list(dict.fromkeys(a.name for a in spec.actions)),  # as World.tools keys them
+        len(spec.entities),  # World.tables: one per entity
+        sum(counts.get(name, 0) for name in spec.entities),
+        list(levels(spec)) if difficulties is None else difficulties,
+    )
 
 
 def from_domain_file(path: str, *, seed: int = 0, scale: float = 1.0) -> DatabaseEnvironment:
     """The database world of a domain file."""
     return DatabaseEnvironment(load_domain(path), seed=seed, scale=scale)
+
+
+@cache
+def domain_file_info(path: str, *, seed: int = 0, scale: float = 1.0) -> EnvInfo:
+    """What ``from_domain_file(path, ...).info()`` gives, without building the world (read
+    once per process, as ``make`` builds a world once: its web twin lists it again)."""
+    return unbuilt_info(load_domain(path), seed=seed, scale=scale)

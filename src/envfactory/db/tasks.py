@@ -38,7 +38,7 @@ from envfactory.contract.tasks import (
 )
 from envfactory.db.refs import Call, References
 from envfactory.domain.expr import Expr, ExprError, Template, Value, compile_expr
-from envfactory.domain.spec import BindSpec, EffectSpec, GoalSpec, LevelSpec, RowsSpec
+from envfactory.domain.spec import BindSpec, DomainSpec, EffectSpec, GoalSpec, LevelSpec, RowsSpec
 from envfactory.tasks.seeds import SPLIT_SHARES, Ownership, stable_hash, task_seed
 from envfactory.tasks.supply import check_address
 from envfactory.tools.runtime import RowLoad, RowsQuery
@@ -232,6 +232,14 @@ class _Instance:
         return [self.goal.spec.id, self.scope["anchor"]["id"], self.answer]
 
 
+def levels(spec: DomainSpec) -> tuple[int, ...]:
+    """A world's difficulties: the ladder's rungs 1..n, and 0 (the starter) when some goal
+    fits it."""
+    starter = spec.starter
+    first = 0 if starter and any(starter.admits(g) for g in spec.goals) else 1
+    return tuple(range(first, len(spec.ladder) + 1))
+
+
 class TaskFactory:
     """Makes the tasks of one world: ``factory.make(split, difficulty, index)``."""
 
@@ -255,9 +263,7 @@ class TaskFactory:
         self._asked: dict[str, frozenset[Any]] = {}  # goal -> the answers train tasks give
         self.public_rules = [r.text for r in self.spec.rules]
         self.tool_names = list(world.tools)
-        starter = self.spec.starter
-        first = 0 if starter and any(starter.admits(g.spec) for g in self.goals) else 1
-        self._levels = tuple(range(first, len(self.spec.ladder) + 1))
+        self._levels = levels(self.spec)
         self._vocabulary: Vocabulary | None = None
 
     @property

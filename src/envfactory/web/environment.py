@@ -112,18 +112,22 @@ class WebEnvironment(Environment):
         return list(self.domain.world.tools)
 
     def info(self) -> EnvInfo:
-        d = self.domain.info()
-        return d.model_copy(
-            update={
-                "id": self.id,
-                "kind": self.kind,
-                "name": f"{d.name} (website)",
-                "description": f"{d.description} Served as a website, driven through a "
-                "headless browser.",
-                "tools": len(ACTIONS),
-                "tool_names": list(ACTIONS),
-            }
-        )
+        return website_info(self.domain.info())
+
+
+def website_info(d: EnvInfo) -> EnvInfo:
+    """The info of the website of the database world whose info is ``d``."""
+    return d.model_copy(
+        update={
+            "id": f"web-{d.id}",
+            "kind": WebEnvironment.kind,
+            "name": f"{d.name} (website)",
+            "description": f"{d.description} Served as a website, driven through a "
+            "headless browser.",
+            "tools": len(ACTIONS),
+            "tool_names": list(ACTIONS),
+        }
+    )
 
 
 def _text(value: Any) -> str:

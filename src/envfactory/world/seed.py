@@ -78,16 +78,42 @@ class _FieldDrawer:
         return value
 
 
+def _sizes(entity: EntitySpec, parents: int, rng: random.Random, scale: float) -> list[int]:
+    """How many rows to make: a fixed count, or a number per parent row (drawn in order)."""
+    if entity.per is None:
+        count = entity.count or 0
+        return [max(1, round(count * scale)) if count else 0]
+    return [rng.randint(entity.per.min, entity.per.max) for _ in range(parents)]
+
+
 def _slots(
     entity: EntitySpec, rows: dict[str, list[Row]], rng: random.Random, scale: float
 ) -> list[tuple[str | None, str | None]]:
-    """One (link field, parent id) per row to make: a fixed count, or a number per parent."""
+    """One (link field, parent id) per row to make."""
     if entity.per is None:
-        count = entity.count or 0
-        return [(None, None)] * (max(1, round(count * scale)) if count else 0)
+        return [(None, None)] * _sizes(entity, 0, rng, scale)[0]
     per = entity.per
     link = next(f for f, s in entity.fields.items() if s.ref == per.entity)
-    return [(link, p["id"]) for p in rows[per.entity] for _ in range(rng.randint(per.min, per.max))]
+    parents = rows[per.entity]
+    sizes = _sizes(entity, len(parents), rng, scale)
+    return [(link, p["id"]) for p, n in zip(parents, sizes, strict=True) for _ in range(n)]
+
+
+def _entity_rng(spec: DomainSpec, name: str, seed: int) -> tuple[random.Random, int]:
+    """An entity's random source, and the seed of its Faker (drawn from it first)."""
+    rng = random.Random(f"{spec.id}|{name}|{seed}")
+    return rng, rng.getrandbits(64)
+
+
+def row_counts(spec: DomainSpec, seed: int, scale: float) -> dict[str, int]:
+    """How many rows :func:`generate` makes of each entity, by the same draws, without making
+    them (``envfactory envs`` lists a world's rows without building it)."""
+    counts: dict[str, int] = {}
+    for name in entity_order(spec):
+        entity = spec.entities[name]
+        parents = counts[entity.per.entity] if entity.per else 0
+        counts[name] = sum(_sizes(entity, parents, _entity_rng(spec, name, seed)[0], scale))
+    return {name: counts[name] for name in spec.entities}
 
 
 def _suffixed(value: Any, n: int) -> Any:
@@ -120,9 +146,9 @@ def generate(
     by_id: dict[str, dict[str, Row]] = {}
     for name in entity_order(spec):
         entity = spec.entities[name]
-        rng = random.Random(f"{spec.id}|{name}|{seed}")
+        rng, fake_seed = _entity_rng(spec, name, seed)
         fake = Faker("en_US")
-        fake.seed_instance(rng.getrandbits(64))
+        fake.seed_instance(fake_seed)
         drawers = {f: _FieldDrawer(f, s, fake, rng) for f, s in entity.fields.items()}
         pools = _parent_pools(entity, rows)
         table = tables[name]

@@ -17,9 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import Split, Task
-from envfactory.db.environment import DatabaseEnvironment
+from envfactory.db.environment import DatabaseEnvironment, unbuilt_info
 from envfactory.peers.tau2.data import Tau2DataMissing
 from envfactory.peers.tau2.episode import Tau2Episode
 from envfactory.peers.tau2.handlers import fast_tools
@@ -30,6 +31,7 @@ from envfactory.tasks.supply import check_address
 ENV_ID = "tau2-retail"
 STRICT_ID = "tau2-retail-strict"
 PROCEDURAL_ID = "tau2-retail-procedural"
+DIFFICULTIES = [1]  # tau2's tasks: one difficulty
 
 
 class Tau2RetailEnvironment(DatabaseEnvironment):
@@ -87,7 +89,7 @@ class Tau2RetailEnvironment(DatabaseEnvironment):
 
     @property
     def difficulties(self) -> list[int]:
-        return [1]
+        return list(DIFFICULTIES)
 
     def _cell(self, split: Split, difficulty: int) -> list[Imported]:
         check_address(self.id, self.splits, self.difficulties, split, difficulty, 0)
@@ -139,6 +141,28 @@ def make_procedural(seed: int = 0, scale: float = 1.0) -> DatabaseEnvironment:
     _fixed(PROCEDURAL_ID, seed, scale)
     imported = import_retail()
     return DatabaseEnvironment(imported.procedural(PROCEDURAL_ID), rows=imported.rows)
+
+
+def tau2_retail_info(seed: int = 0, scale: float = 1.0, *, strict: bool = False) -> EnvInfo:
+    """What ``make_tau2_retail(...).info()`` (``strict``: ``make_strict``'s) gives, without
+    importing the tasks or building the world."""
+    _fixed(STRICT_ID if strict else ENV_ID, seed, scale)
+    imported = import_retail()
+    spec = imported.spec.model_copy(update={"id": STRICT_ID}) if strict else imported.spec
+    kind = Tau2RetailEnvironment.kind
+    return unbuilt_info(spec, kind=kind, rows=imported.rows, difficulties=DIFFICULTIES)
+
+
+def strict_info(seed: int = 0, scale: float = 1.0) -> EnvInfo:
+    """What ``make_strict(...).info()`` gives, without building it."""
+    return tau2_retail_info(seed, scale, strict=True)
+
+
+def procedural_info(seed: int = 0, scale: float = 1.0) -> EnvInfo:
+    """What ``make_procedural(...).info()`` gives, without building it."""
+    _fixed(PROCEDURAL_ID, seed, scale)
+    imported = import_retail()
+    return unbuilt_info(imported.procedural(PROCEDURAL_ID), rows=imported.rows)
 
 
 def _fixed(env_id: str, seed: int, scale: float) -> None:

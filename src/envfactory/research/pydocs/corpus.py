@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from envfactory.research.articles import Article
 from envfactory.research.corpus import Doc, Library
-from envfactory.research.pydocs.extract import Api, Module, stdlib_isolated, version
+from envfactory.research.pydocs.cache import stdlib_cached
+from envfactory.research.pydocs.extract import Api, Module, version
 
 MENTION = re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+\b|\b[A-Za-z_]\w*(?=\(\))")
 
@@ -46,7 +47,7 @@ class PyDocs(Library):
 
     def __init__(self) -> None:
         self.version = version()
-        modules = stdlib_isolated()
+        modules = stdlib_cached()
         self.objects: list[Obj] = []
         self.methods: dict[tuple[int, str], int] = {}  # (class, qualname) -> method
         apis: list[Api | Module] = []

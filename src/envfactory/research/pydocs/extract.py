@@ -213,22 +213,31 @@ def _api(d: dict[str, Any]) -> Api:
     return Api(d["module"], d["qualname"], d["kind"], params, d["doc"], methods, d["bases"])
 
 
-def stdlib_isolated() -> list[Module]:
-    """:func:`stdlib` as a fresh interpreter of this Python reads it: the same in every
-    process, whatever the caller has imported or patched."""
-    run = subprocess.run(
+def isolated_json() -> str:
+    """:func:`stdlib`'s facts as JSON, read by a fresh interpreter of this Python: the same in
+    every process, whatever the caller has imported or patched."""
+    return subprocess.run(
         [sys.executable, "-I", "-S", __file__],
         capture_output=True,
         text=True,
         check=True,
         env={"PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8"},
-    )
+    ).stdout
+
+
+def modules_of(text: str) -> list[Module]:
+    """The modules of :func:`isolated_json`'s JSON."""
     return [
         Module(
             m["name"], m["doc"], [_api(f) for f in m["functions"]], [_api(c) for c in m["classes"]]
         )
-        for m in json.loads(run.stdout)
+        for m in json.loads(text)
     ]
+
+
+def stdlib_isolated() -> list[Module]:
+    """:func:`stdlib` as a fresh interpreter of this Python reads it (see :func:`isolated_json`)."""
+    return modules_of(isolated_json())
 
 
 if __name__ == "__main__":
