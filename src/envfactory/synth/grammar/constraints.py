@@ -25,6 +25,11 @@ def _check(w: World, op: Op, check: str, rule: str, error: str) -> None:
     )
 
 
+def _created(w: World, op: Op) -> Entity:
+    """The table a create op adds rows to (the op's anchor is the parent)."""
+    return next(c for c in w.shape.children(op.entity.table) if op.tool == f"add_{c.noun.slug}")
+
+
 def _own_tool(w: World, op: Op) -> bool:
     """Whether no other op shares ``op``'s tool (a status setter serves many)."""
     return sum(o.tool == op.tool for o in w.ops) == 1
@@ -136,7 +141,7 @@ def tier_limit(w: World, op: Op, rng: random.Random) -> bool:
     """A new row's amount capped by its owner's tier."""
     if op.kind != "create" or "tier" not in op.entity.fields:
         return False
-    child = next(c for c in w.shape.children(op.entity.table) if op.tool == f"add_{c.noun.slug}")
+    child = _created(w, op)
     if not child.of("amount"):
         return False
     amt = child.of("amount")[0]
@@ -169,7 +174,7 @@ def capacity(w: World, op: Op, rng: random.Random) -> bool:
     """At most ``capacity`` live children per parent."""
     if op.kind != "create" or "capacity" in op.entity.fields:
         return False
-    child = next(c for c in w.shape.children(op.entity.table) if op.tool == f"add_{c.noun.slug}")
+    child = _created(w, op)
     op.entity.fields["capacity"] = {"type": "integer", "min": 1, "max": rng.randint(3, 6)}
     op.entity.kinds["capacity"] = "capacity"
     live = live_states(child)
@@ -194,7 +199,7 @@ def exclusive(w: World, op: Op, rng: random.Random) -> bool:
     """At most one live child per parent."""
     if op.kind != "create" or "held" in op.let:
         return False
-    child = next(c for c in w.shape.children(op.entity.table) if op.tool == f"add_{c.noun.slug}")
+    child = _created(w, op)
     live = live_states(child)
     if not live:
         return False
@@ -271,8 +276,8 @@ def quota(w: World, op: Op, rng: random.Random) -> bool:
     """At most a few new children per parent in the last days."""
     if op.kind != "create":
         return False
-    child = next(c for c in w.shape.children(op.entity.table) if op.tool == f"add_{c.noun.slug}")
-    if not child.of("date") or "held" in op.let:
+    child = _created(w, op)
+    if not child.of("date") or {"held", "clash"} & set(op.let):
         return False
     d, n, days = child.of("date")[0], rng.randint(1, 3), rng.choice([7, 14, 30])
     rule = w.rule(
@@ -296,6 +301,68 @@ def quota(w: World, op: Op, rng: random.Random) -> bool:
     return True
 
 
+def no_overlap(w: World, op: Op, rng: random.Random) -> bool:
+    """A new child is a span (a start date and a number of days) that overlaps no live
+    sibling's span: a resource booked without double-booking."""
+    if op.kind != "create" or {"held", "clash"} & set(op.let):
+        return False
+    child = _created(w, op)
+    if not child.of("date") or "days" in child.fields:
+        return False
+    d, n, longest = child.of("date")[0], "days", rng.choice([3, 5, 7])
+    child.fields[n] = {"type": "integer", "min": 1, "max": longest}
+    child.kinds[n] = "span"
+    live = live_states(child)
+    overlap = f"overlaps(row.{d}, row.{n}, {{start}}, {{days}})"
+    if live:
+        overlap = f"row.status in {live} and {overlap}"
+    action = w.actions[op.tool]
+    action["params"][d] = {"description": "The first day, YYYY-MM-DD.", "format": "date"}
+    action["params"][n] = {
+        "type": "integer",
+        "description": "How many days.",
+        "minimum": 1,
+        "maximum": longest,
+    }
+    action["effects"][0]["set"] |= {d: f"={d}", n: f"={n}"}
+    action["load"]["clash"] = {
+        "rows": child.table,
+        "where": {op.entity.key: "=owner.id"},
+        "filter": overlap.format(start=d, days=n),
+    }
+    action.setdefault("require", []).append(
+        {
+            "check": f"days_between(today, {d}) >= 0",
+            "code": "invalid_arguments",
+            "error": f"{{{d}}} is in the past.",
+        }
+    )
+    rule = w.rule(
+        f"{child.noun.slug}_no_overlap",
+        f"The {child.noun.plural} of a {op.entity.noun.word} never overlap: each runs "
+        f"{n.replace('_', ' ')} days from its {d.replace('_', ' ')}"
+        + (f", counting those {' or '.join(s.replace('_', ' ') for s in live)}." if live else "."),
+    )
+    _check(w, op, "len(clash) == 0", rule, f"{{owner.id}} already has a {child.noun.word} then.")
+    op.args |= {d: f"=new_{d}", n: f"=new_{n}"}
+    op.let[f"lead_{d}"] = {"between": [1, 45]}
+    op.let[f"new_{d}"] = {"value": f"add_days(today, lead_{d})"}
+    op.let[f"new_{n}"] = {"between": [1, longest]}
+    op.let["clash"] = {
+        "rows": {
+            "rows": child.table,
+            "where": {op.entity.key: "=anchor.id"},
+            "filter": overlap.format(start=f"new_{d}", days=f"new_{n}"),
+        }
+    }
+    op.checks.append("len(clash) == 0")
+    op.phrase += (
+        f", from {{pretty_date(new_{d})}} for {{new_{n}}} {{'day' if new_{n} == 1 else 'days'}}"
+    )
+    op.local = False
+    return True
+
+
 KINDS: dict[str, Constraint] = {
     "deadline": deadline,
     "window": window,
@@ -305,6 +372,7 @@ KINDS: dict[str, Constraint] = {
     "capacity": capacity,
     "exclusive": exclusive,
     "quota": quota,
+    "no_overlap": no_overlap,
     "sign_off": sign_off,
     "look_first": look_first,
 }
