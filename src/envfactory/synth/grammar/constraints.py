@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable
 
 from envfactory.synth.grammar.shape import Entity
-from envfactory.synth.grammar.tools import Op, World, get_tool, live_states
+from envfactory.synth.grammar.tools import Op, World, either, get_tool, live_states
 
 Constraint = Callable[[World, Op, random.Random], bool]
 
@@ -91,7 +91,7 @@ def prerequisite(w: World, op: Op, rng: random.Random) -> bool:
     rule = w.rule(
         f"{op.tool}_needs_{parent.noun.slug}",
         f"A {e.noun.word} can be {(op.target_state or '').replace('_', ' ')} only while its "
-        f"{parent.noun.word} is {' or '.join(s.replace('_', ' ') for s in states)}.",
+        f"{parent.noun.word} is {either(states)}.",
     )
     w.actions[op.tool]["load"]["up"] = f"{parent.table}[got.{parent.key}]"
     _check(
@@ -116,7 +116,7 @@ def children_done(w: World, op: Op, rng: random.Random) -> bool:
     rule = w.rule(
         f"{op.tool}_when_{c.table}_done",
         f"A {e.noun.word} can be {(op.target_state or '').replace('_', ' ')} only when none "
-        f"of its {c.noun.plural} is {' or '.join(s.replace('_', ' ') for s in live)}.",
+        f"of its {c.noun.plural} is {either(live)}.",
     )
     w.actions[op.tool]["load"]["open_kids"] = {
         "rows": c.table,
@@ -182,7 +182,7 @@ def capacity(w: World, op: Op, rng: random.Random) -> bool:
     rule = w.rule(
         f"{child.noun.slug}_capacity",
         f"A {op.entity.noun.word} holds at most its capacity of "
-        + (f"{' or '.join(s.replace('_', ' ') for s in live)} " if live else "")
+        + (f"{either(live)} " if live else "")
         + f"{child.noun.plural}.",
     )
     query = {"rows": child.table, "where": {op.entity.key: "=owner.id"}}
@@ -205,8 +205,7 @@ def exclusive(w: World, op: Op, rng: random.Random) -> bool:
         return False
     rule = w.rule(
         f"one_live_{child.noun.slug}",
-        f"A {op.entity.noun.word} has at most one "
-        f"{child.noun.word} that is {' or '.join(s.replace('_', ' ') for s in live)}.",
+        f"A {op.entity.noun.word} has at most one {child.noun.word} that is {either(live)}.",
     )
     w.actions[op.tool]["load"]["held"] = {
         "rows": child.table,
@@ -341,7 +340,7 @@ def no_overlap(w: World, op: Op, rng: random.Random) -> bool:
         f"{child.noun.slug}_no_overlap",
         f"The {child.noun.plural} of a {op.entity.noun.word} never overlap: each runs "
         f"{n.replace('_', ' ')} days from its {d.replace('_', ' ')}"
-        + (f", counting those {' or '.join(s.replace('_', ' ') for s in live)}." if live else "."),
+        + (f", counting those {either(live)}." if live else "."),
     )
     _check(w, op, "len(clash) == 0", rule, f"{{owner.id}} already has a {child.noun.word} then.")
     op.args |= {d: f"=new_{d}", n: f"=new_{n}"}

@@ -12,6 +12,7 @@ the ops.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from envfactory.synth.grammar.shape import Data, Entity, Shape, Transition
@@ -76,6 +77,11 @@ class World:
         if kind:
             self.rule_kinds[rule_id] = kind
         return rule_id
+
+
+def either(states: Iterable[str]) -> str:
+    """States as a request words them: ``on_hold or open``."""
+    return " or ".join(s.replace("_", " ") for s in states)
 
 
 def get_tool(e: Entity) -> str:
@@ -306,7 +312,7 @@ def _verb(w: World, e: Entity, t: Transition) -> None:
             "name": f"{t.verb}_{e.noun.slug}",
             "kind": "write",
             "description": f"{t.verb.replace('_', ' ').capitalize()} a {word} that is "
-            f"{' or '.join(s.replace('_', ' ') for s in t.sources)}.",
+            f"{either(t.sources)}.",
             "params": params,
             "load": {"got": f"{e.table}[{e.key}]"},
             "require": [
