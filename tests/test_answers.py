@@ -210,6 +210,15 @@ def test_a_whole_number_of_seven_digits_or_more_is_said_as_a_code() -> None:
     assert grade(f"Key {uuid}.", [40266134])[0] == 0.0  # inside the key, not said on its own
 
 
+def test_a_code_that_reads_as_a_clock_time_is_credited_and_counted() -> None:
+    """Codes such as "+49:77" and "12:34:56": the clock times blanked out before codes are read
+    must not erase them, and a list of such values is still a list of candidates."""
+    for code, rival in (("+49:77", "+11:22"), ("12:34:56", "01:02:03")):
+        assert grade(f"The value is {code}.", [code])[0] == 1.0
+        assert grade(f"The value is {code} or {rival}.", [code])[0] == 0.0
+    assert grade("Key ORD-00062, shipped 12:34.", ["ORD-00062"])[0] == 1.0
+
+
 def test_a_date_time_answer_needs_its_day_and_its_clock_time() -> None:
     assert grade("Created 2024-12-15 at 18:57.", ["2024-12-15T18:57:00Z"])[0] == 1.0
     assert grade("Created 2024-12-15T18:57:00Z.", ["2024-12-15T18:57:00Z"])[0] == 1.0

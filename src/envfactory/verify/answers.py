@@ -93,10 +93,21 @@ class _Reading:
         if kind == "yes/no":
             return m.read_yes_no(self.text)
         if kind == "code":
-            shapes = {m.code_pattern(str(e).lower()) for e in expected}
-            found = {c for shape in shapes for c in m.read_codes(self.blanked, shape)}
-            return m.phrases_named(self.blanked, found)  # not the 40266134 of a UUID
+            shapes: dict[str, set[re.Pattern[str]]] = {}
+            for code in (str(e).lower() for e in expected):
+                shapes.setdefault(self._source(code), set()).add(m.code_pattern(code))
+            named: set[str] = set()
+            for source, of_source in shapes.items():
+                found = {c for shape in of_source for c in m.read_codes(source, shape)}
+                named |= m.phrases_named(source, found)  # not the 40266134 of a UUID
+            return named
         return m.phrases_named(self.text, names)
+
+    def _source(self, code: str) -> str:
+        """Where codes built like ``code`` are read: the text with its dates and times blanked
+        (the 15 of "2024-03-15" is no code), unless ``code`` itself reads as a time or date
+        ("+49:77", "12:34:56"), which blanking would erase."""
+        return self.text if m.blank(code) != code else self.blanked
 
     def gives(self, expected: Any) -> bool:
         kind = kind_of(expected)
@@ -110,7 +121,7 @@ class _Reading:
             return ("yes" if expected else "no") in m.read_yes_no(self.text)
         if kind == "code":
             code = str(expected).lower()
-            return code in m.read_codes(self.blanked, m.code_pattern(code))
+            return code in m.read_codes(self._source(code), m.code_pattern(code))
         return m.says(self.text, m.norm(str(expected)))
 
 
