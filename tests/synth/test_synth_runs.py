@@ -145,7 +145,7 @@ def test_another_setting_is_refused_or_started_fresh(straight: Path, tmp_path: P
 
 
 def test_ray_flag_takes_an_optional_address() -> None:
-    synth = typer.main.get_command(app).commands["synth"]  # type: ignore[attr-defined]
+    synth = typer.main.get_command(app).get_command(None, "synth")  # type: ignore[attr-defined]
     for args, address in (
         (["--ray"], "local"),
         (["--n", "6", "--ray", "--json"], "local"),
