@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Self
 
 from envfactory.contract.actions import (
     EpisodeStatus,
@@ -18,7 +18,7 @@ from envfactory.contract.actions import (
     parse_action,
 )
 from envfactory.contract.config import EpisodeConfig
-from envfactory.contract.errors import EpisodeError
+from envfactory.contract.errors import EpisodeError, ForkUnsupported
 from envfactory.contract.results import ToolError
 from envfactory.contract.tasks import Task
 from envfactory.contract.verdict import Verdict
@@ -31,6 +31,8 @@ class Episode(ABC):
     done: bool = False
     status: EpisodeStatus = "truncated"
     steps: int = 0
+    #: Why this kind cannot :meth:`fork` (kinds that can override ``fork`` instead).
+    fork_refusal: str = "this kind of world does not implement fork"
 
     @abstractmethod
     def reset(self, task: Task) -> Observation:
@@ -52,6 +54,13 @@ class Episode(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release what the episode holds (connections, sandboxes)."""
+
+    def fork(self) -> Self:
+        """An independent live copy of this episode as it stands (state, task, conversation,
+        step count): the same actions on both reach the same state and verdict, and neither
+        sees the other's writes. Close it like any episode. Kinds whose state cannot be copied
+        raise :class:`ForkUnsupported` saying why."""
+        raise ForkUnsupported(f"a {type(self).__name__} cannot be forked: {self.fork_refusal}")
 
 
 ENDED = "The conversation has ended."

@@ -33,3 +33,9 @@ class SynthesisError(EnvFactoryError):
 
 class EpisodeError(EnvFactoryError):
     """The episode API was used out of order (step before reset, step after done)."""
+
+
+class ForkUnsupported(EpisodeError):
+    """This kind of episode cannot be forked: its state lives outside the process (a sandbox's
+    files and processes, a browser's page) or is shared with other players. The message says
+    which kind and why."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from envfactory.contract.actions import CallRecord, EpisodeStatus, Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
@@ -76,6 +77,25 @@ class DatabaseEpisode(ToolEpisode):
         return Observation(
             kind="task", content=task.public.instruction, data=task.public.model_dump()
         )
+
+    def fork(self) -> Self:
+        """An independent live copy: the store forked copy-on-write (the base state shared,
+        the touched rows copied), the conversation, call log, user simulator and counters
+        copied. Subclasses with more per-episode containers copy them in :meth:`_forked`."""
+        if self.task is None:
+            raise EpisodeError("call reset(task) before fork()")
+        child = copy.copy(self)
+        child.store = self.store.fork()
+        child.log = list(self.log)
+        child.to_user, child.from_user = list(self.to_user), list(self.from_user)
+        child.disclosed = set(self.disclosed)
+        child.user = None if self.user is None else self.user.fork()
+        child._forked()
+        return child
+
+    def _forked(self) -> None:
+        """Called on a fresh fork (its attributes still shared with the parent's beyond the
+        ones :meth:`fork` copies): copy what else the kind keeps per episode."""
 
     def close(self) -> None:
         self._close_user()

@@ -46,6 +46,11 @@ class SeatPolicy(Protocol):
 class SeatedEpisode(Episode):
     """A live episode of several seats: the episode contract, stepped and seen per seat."""
 
+    fork_refusal = (
+        "its seats are played by separate agents, each holding its own view of the episode; "
+        "a fork would need every seat's agent to follow it"
+    )
+
     @abstractmethod
     def current_actors(self) -> list[str]:
         """The seats that must act now; empty once the episode is done."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import copy
+from typing import Any, Protocol, Self
 
 from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
@@ -60,6 +61,14 @@ class ResearchEpisode(ToolEpisode):
         return Observation(
             kind="task", content=task.public.instruction, data=task.public.model_dump()
         )
+
+    def fork(self) -> Self:
+        """A copy: the corpus is shared and read-only; the documents read are copied."""
+        if self.task is None:
+            raise EpisodeError("call reset(task) before fork()")
+        child = copy.copy(self)
+        child.read = set(self.read)
+        return child
 
     def close(self) -> None:
         """Nothing to release: the index belongs to the corpus."""

@@ -44,6 +44,7 @@ from envfactory.rollout.executor import (
 )
 from envfactory.rollout.lag import LagMonitor
 from envfactory.rollout.play import Play, Sample
+from envfactory.rollout.prefix import Prefix, play_prefix
 from envfactory.rollout.seat_play import SeatPlay
 from envfactory.rollout.seating import Seating, SeatSpec
 from envfactory.rollout.summary import RolloutStats, RunSummary
@@ -202,10 +203,45 @@ class RolloutEngine:
             )
             world = seated(env)
             seats = None if world is None else self.seating.resolve(world, task)
-        except Exception as exc:  # no such environment, no task there, or a bad seating
+            prefix = await self._prefix(env, task, world)
+        except Exception as exc:  # no such environment, no task there, a bad seating or prefix
             stats.errors.append(f"{ref.group_id}: {type(exc).__name__}: {exc}")
             stats.groups["incomplete"] += 1
             return
+        try:
+            await self._samples(ref, env, task, world, seats, prefix, recorded, partial, kept)
+        finally:
+            if prefix is not None:  # forkable worlds keep their state in memory: closing is quick
+                prefix.close()
+
+    async def _prefix(
+        self, env: Environment, task: Task, world: SeatedWorld | None
+    ) -> Prefix | None:
+        """The group's root when ``prefix_steps`` asks for one (never for a world with seats)."""
+        steps = self.config.prefix_steps
+        if not steps:
+            return None
+        if world is not None:
+            raise EnvFactoryError("prefix_steps needs a single-agent world that can fork")
+        return await self._synth.call(
+            lambda: play_prefix(env, self.episode_config, task, steps), Lane()
+        )
+
+    async def _samples(
+        self,
+        ref: TaskRef,
+        env: Environment,
+        task: Task,
+        world: SeatedWorld | None,
+        seats: dict[str, RolloutPolicy] | None,
+        prefix: Prefix | None,
+        recorded: list[Entry],
+        partial: list[EpisodeRecord],
+        kept: int,
+    ) -> None:
+        """Run the group's samples until ``group_size`` are kept (``kept`` already are)."""
+        cfg, stats = self.config, self.stats
+        k = cfg.group_size
         used = {e.sample_index for e in recorded}  # an episode with seats: one entry a seat
         attempts = len(used)
         want, budget = k + cfg.oversample, k + cfg.oversample + cfg.replace_failed
@@ -230,7 +266,7 @@ class RolloutEngine:
                     i = index
                 used.add(i)
                 sample = Sample(ref.group_id, episode_id(ref.group_id, i), i, resume)
-                job = asyncio.create_task(self._episode(sample, env, task, world, seats))
+                job = asyncio.create_task(self._episode(sample, env, task, world, seats, prefix))
                 job.add_done_callback(finished.put_nowait)
                 running.add(job)
 
@@ -266,6 +302,7 @@ class RolloutEngine:
         task: Task,
         world: SeatedWorld | None,
         seats: dict[str, RolloutPolicy] | None,
+        prefix: Prefix | None,
     ) -> list[EpisodeRecord] | None:
         """One episode's trajectories (one, or one per seat); None when paused."""
         assert self._slots is not None
@@ -274,7 +311,7 @@ class RolloutEngine:
             self.peak_live = max(self.peak_live, self.live)
             try:
                 if world is None or seats is None:
-                    play = Play(self, sample, env, task)
+                    play = Play(self, sample, env, task, prefix)
                 else:
                     play = SeatPlay(self, sample, env, world, task, seats)
                 return None if await play.run() is None else play.trajectories()

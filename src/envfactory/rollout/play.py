@@ -39,6 +39,7 @@ from envfactory.policies.base import (
     call_record,
 )
 from envfactory.rollout.executor import EnvExecutor, Lane
+from envfactory.rollout.prefix import Prefix
 from envfactory.rollout.retry import backoff
 from envfactory.rollout.summary import RolloutStats
 from envfactory.rollout.types import EngineConfig
@@ -145,11 +146,19 @@ def _call_id(action: RawAction) -> str | None:
 class Play:
     """The state of one live episode."""
 
-    def __init__(self, engine: Host, sample: Sample, env: Environment, task: Task):
+    def __init__(
+        self,
+        engine: Host,
+        sample: Sample,
+        env: Environment,
+        task: Task,
+        prefix: Prefix | None = None,
+    ):
         self.engine = engine
         self.sample = sample
         self.env = env
         self.task = task
+        self.prefix = prefix
         self.executor: EnvExecutor = engine.executor(env)
         self.lane = Lane()
         self.ep: Episode | None = None
@@ -246,12 +255,20 @@ class Play:
         rec.reward = verdict.reward if rec.status in SCORED else None
 
     async def _start(self) -> tuple[Episode, Observation, PolicySession]:
-        """A fresh episode, reset to the task, and a policy session for it."""
+        """A fresh episode, reset to the task (or a fork of the group's prefix), and a policy
+        session for it; the observation is the last one the policy has not acted on."""
         env, task, rec = self.env, self.task, self.record
         if self.ep is not None:
             self.executor.close(self.lane, self.ep.close)
             self.ep = None
-        ep, first = await self._env(partial(_open, env, self.engine.episode_config, task))
+        prefix = self.prefix
+        if prefix is None:
+            ep, first = await self._env(partial(_open, env, self.engine.episode_config, task))
+        else:
+            async with prefix.lock:  # forks of one root, one at a time
+                ep = await self._env(prefix.episode.fork)
+            first = prefix.observations[-1]
+            rec.metrics["prefix_steps"] = float(prefix.steps)
         self.ep = ep
         session = self.engine.policy.session(
             EpisodeContext(
@@ -263,6 +280,8 @@ class Play:
                 harness=self.engine.harness,
             )
         )
+        for seen in prefix.observations[:-1] if prefix else ():
+            session.replay([seen])
         return ep, first, session
 
     async def _play(self) -> EpisodeStatus:
@@ -281,7 +300,12 @@ class Play:
                 ep, first, session = await self._start()
                 observations = [first]
         if not rec.messages:
-            rec.messages = opening(self.task.public, rec.tools, harness, first.content)
+            if self.prefix is None:
+                rec.messages = opening(self.task.public, rec.tools, harness, first.content)
+            else:
+                asked = self.prefix.observations[0].content
+                rec.messages = opening(self.task.public, rec.tools, harness, asked)
+                rec.messages += self.prefix.messages(harness.tool_format)
         context = ContextBuilder(harness.context, engine.summariser)
         while True:
             if ep.done:

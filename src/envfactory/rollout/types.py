@@ -66,6 +66,13 @@ class EngineConfig(BaseModel):
         ge=0,
         description="checkpoint in-flight episodes every N model calls (0: never); needs a store",
     )
+    prefix_steps: int = Field(
+        0,
+        ge=0,
+        description="play each task's first N oracle actions once, fork that episode for every "
+        "sample of the group, and let the policy continue each fork (0: start every sample "
+        "afresh); needs a world that can fork",
+    )
     env_executor: ExecutorKind = "auto"
     env_threads: int = Field(32, ge=1, description="threads for environments that block")
     slice_ms: float = Field(4.0, gt=0, description="longest run of environment work on the loop")

@@ -25,7 +25,7 @@ from envfactory.contract.environment import EnvInfo
 from envfactory.contract.tasks import PublicTask, Task
 from envfactory.contract.verdict import Verdict
 from envfactory.serving import errors
-from envfactory.serving.models import Opened, SessionState, StepOut
+from envfactory.serving.models import Forked, Opened, SessionState, StepOut
 
 T = TypeVar("T")
 TaskLike = PublicTask | Task | str
@@ -42,6 +42,7 @@ _ERRORS: dict[str, type[errors.ServingError]] = {
         errors.Conflict,
         errors.EpisodeFinished,
         errors.CapacityReached,
+        errors.NotForkable,
     )
 }
 
@@ -111,6 +112,10 @@ class _Calls:
         return _Req("POST", path, StepOut.model_validate, _action(action))
 
     @staticmethod
+    def fork(sid: str) -> _Req[Forked]:
+        return _Req("POST", f"/envfactory/sessions/{sid}/fork", Forked.model_validate)
+
+    @staticmethod
     def verdict(sid: str) -> _Req[Verdict]:
         return _Req("GET", f"/envfactory/sessions/{sid}/verdict", Verdict.model_validate)
 
@@ -145,6 +150,10 @@ class _EpisodeView:
         if out.status is not None:
             self.status = out.status
         return out.observation
+
+    def forked(self, f: Forked, status: EpisodeStatus) -> _EpisodeView:
+        """The view of a fork of this episode (the parent's status: the fork starts equal)."""
+        return _EpisodeView(f.task, f.session_id, f.finished, status, f.steps)
 
     def sid(self) -> str:
         if self.session_id is None:
@@ -195,6 +204,13 @@ class RemoteEpisode(_EpisodeAttrs):
 
     def step(self, action: ToolCall | Message | dict[str, Any]) -> Observation:
         return self.view.stepped(self.env.call(_Calls.step(self.view.sid(), action)))
+
+    def fork(self) -> RemoteEpisode:
+        """A new session holding an independent copy of this one (``NotForkable`` for a kind
+        of world that cannot fork); close it like any episode."""
+        child = RemoteEpisode(self.env)
+        child.view = self.view.forked(self.env.call(_Calls.fork(self.view.sid())), self.status)
+        return child
 
     def evaluate(self) -> Verdict:
         """Reward, status and state hash once finished, no rubric (``Conflict`` before)."""
@@ -278,6 +294,13 @@ class AsyncRemoteEpisode(_EpisodeAttrs):
 
     async def step(self, action: ToolCall | Message | dict[str, Any]) -> Observation:
         return self.view.stepped(await self.env.call(_Calls.step(self.view.sid(), action)))
+
+    async def fork(self) -> AsyncRemoteEpisode:
+        """:meth:`RemoteEpisode.fork` with ``await``."""
+        child = AsyncRemoteEpisode(self.env)
+        forked = await self.env.call(_Calls.fork(self.view.sid()))
+        child.view = self.view.forked(forked, self.status)
+        return child
 
     async def evaluate(self) -> Verdict:
         """Reward, status and state hash once finished, no rubric (``Conflict`` before)."""

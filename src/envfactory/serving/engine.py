@@ -18,14 +18,14 @@ import anyio.to_thread
 from envfactory.contract.actions import Observation
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import Environment
-from envfactory.contract.errors import UnknownEnvironment
+from envfactory.contract.errors import ForkUnsupported, UnknownEnvironment
 from envfactory.contract.tasks import PublicTask
 from envfactory.contract.verdict import Verdict
 from envfactory.gc_tuning import CollectAfter
 from envfactory.registry import list_envs, make
 from envfactory.serving.catalog import TaskCatalog, TaskRef
 from envfactory.serving.config import ServeConfig
-from envfactory.serving.errors import Conflict, EpisodeFinished, NotFound
+from envfactory.serving.errors import Conflict, EpisodeFinished, NotForkable, NotFound
 from envfactory.serving.sessions import Session, SessionStore
 
 T = TypeVar("T")
@@ -181,6 +181,29 @@ class Engine:
             episode.close()
             raise
         return session, obs
+
+    async def fork(self, session: Session, protocol: str) -> Session:
+        """A new session holding an independent copy of ``session``'s live episode (its final
+        verdict too, once it has finished)."""
+        self.store.check_room()
+        async with session.lock:
+            try:
+                episode = await self._run(session.env, session.episode.fork)
+            except ForkUnsupported as exc:
+                raise NotForkable(str(exc)) from None
+        child = Session(
+            id=self.store.new_id(),
+            env=session.env,
+            episode=episode,
+            task=session.task,
+            protocol=protocol,
+            verdict=session.verdict,
+        )
+        try:
+            return self.store.add(child)
+        except BaseException:
+            episode.close()
+            raise
 
     async def act(self, session: Session, action: Any) -> Outcome:
         """Apply one action; when the episode ends, judge it and keep the verdict."""

@@ -44,5 +44,11 @@ class EpisodeFinished(Conflict):
     code = "episode_finished"
 
 
+class NotForkable(ServingError):
+    """The session's kind of world cannot fork (the detail says why)."""
+
+    status, code = 501, "fork_unsupported"
+
+
 class CapacityReached(ServingError):
     status, code = 503, "capacity_reached"

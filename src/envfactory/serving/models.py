@@ -173,6 +173,17 @@ class Opened(BaseModel):
     observation: Observation
 
 
+class Forked(BaseModel):
+    """A fork's new session: use its id like any session's (step, state, verdict, close)."""
+
+    session_id: str
+    parent_id: str
+    task: PublicTask
+    steps: int = Field(description="actions the fork inherited from its parent")
+    finished: bool
+    state_hash: str
+
+
 class StepOut(BaseModel):
     observation: Observation
     reward: float | None

@@ -1,8 +1,8 @@
 """envfactory's own routes, under ``/envfactory``: what the standard has no route for.
 
-Environment info, public tasks by address, JSON sessions (open, step, state, verdict with its
-rubric, close) and server stats. Sessions are shared with the other protocols: the verdict of
-an Open Reward Standard session is ``GET /envfactory/sessions/{X-Session-ID}/verdict``.
+Environment info, public tasks by address, JSON sessions (open, step, fork, state, verdict
+with its rubric, close) and server stats. Sessions are shared with the other protocols: the
+verdict of an Open Reward Standard session is ``GET /envfactory/sessions/{X-Session-ID}/verdict``.
 Later additions (curriculum, multi-agent seats) belong under this prefix too.
 """
 
@@ -22,6 +22,7 @@ from envfactory.serving.engine import Engine
 from envfactory.serving.errors import BadRequest
 from envfactory.serving.models import (
     Closed,
+    Forked,
     OpenBody,
     Opened,
     SessionState,
@@ -103,6 +104,21 @@ def envfactory_router(engine: Engine) -> APIRouter:
             reward=outcome.reward,
             finished=outcome.finished,
             status=outcome.verdict.status if outcome.verdict else None,
+        )
+
+    @r.post("/sessions/{sid}/fork", response_model=Forked, status_code=201)
+    async def fork(sid: str) -> Forked:
+        """A new session with an independent copy of this one's live episode; 501
+        (``fork_unsupported``) for a kind of world that cannot fork."""
+        parent = engine.store.get(sid)
+        child = await engine.fork(parent, parent.protocol)
+        return Forked(
+            session_id=child.id,
+            parent_id=sid,
+            task=child.task.public,
+            steps=child.episode.steps,
+            finished=child.finished,
+            state_hash=session_state(child).state_hash,
         )
 
     @r.get("/sessions/{sid}/verdict", response_model=Verdict)

@@ -39,6 +39,11 @@ NOTHING_TO_ADD = "I have nothing to add. Please go ahead with my request."
 class TerminalEpisode(ToolEpisode):
     """One live episode over its own sandboxed working directory."""
 
+    fork_refusal = (
+        "its state is a sandboxed directory and the processes run in it, outside Python; "
+        "copying them is neither cheap nor exact"
+    )
+
     def __init__(self, env: TerminalSetting, config: EpisodeConfig | None = None) -> None:
         self.env = env
         self.config = config or EpisodeConfig()

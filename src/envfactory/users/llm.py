@@ -54,5 +54,11 @@ class LLMUser:
         told = {f: v for f, v in situation.profile.items() if str(v) in text}
         return UserReply(text=text, facts=told, stop=STOP in text)
 
+    def fork(self) -> LLMUser:
+        """The same conversation so far, over its own connection."""
+        twin = LLMUser(self.config)
+        twin.history = list(self.history)
+        return twin
+
     def close(self) -> None:
         self.client.close()

@@ -55,6 +55,11 @@ class ScriptedUser:
         self.max_unanswered = max_unanswered
         self.unanswered = 0
 
+    def fork(self) -> ScriptedUser:
+        twin = ScriptedUser(self.max_unanswered)
+        twin.unanswered = self.unanswered
+        return twin
+
     def reply(self, message: str, situation: Situation) -> UserReply:
         text = message.lower()
         asks = _QUESTION.search(text) is not None

@@ -81,6 +81,8 @@ el.dispatchEvent(new Event('change', {bubbles: true}));
 class WebEpisode(ToolEpisode):
     """One live episode: its own database state, site session and browser tab."""
 
+    fork_refusal = "its state includes a live browser tab and site session, which cannot be copied"
+
     def __init__(
         self, env: WebSetting, config: EpisodeConfig | None = None, screenshot: bool = False
     ) -> None:

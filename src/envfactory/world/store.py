@@ -204,6 +204,42 @@ class Store:
             self.next_ids[table] = max(self.next_ids[table], int(key[len(prefix) :]) + 1)
         self._touch(table, key)
 
+    def fork(self) -> Store:
+        """An independent store at this store's state, in O(touched rows): the base is shared
+        (it is never written), the touched rows' current values are copied, and the child
+        keeps them pending, so its own SQLite (a connection at the base) sees them only when
+        SQL must. Between tool calls only (not inside :meth:`transaction`)."""
+        if self._savepoints:
+            raise RuntimeError("a store cannot be forked inside a transaction")
+        if self.conn is _CLOSED:
+            raise RuntimeError("a closed store cannot be forked")
+        child = Store(self.base)
+        now: dict[tuple[str, str], tuple[Any, ...] | None] = {}
+        for table, keys in self.touched.items():
+            for key in keys:
+                if type(key) is str:
+                    now[(table, key)] = self.raw(table, key)
+        if self._wild:  # a write had a key that is not text: its row may be any row
+            for table, by_id in self.dump().items():
+                base_rows = self.base.rows[table]
+                for key, values in by_id.items():
+                    if base_rows.get(key) != values:
+                        now[(table, key)] = values
+                now.update(((table, k), None) for k in base_rows.keys() - by_id.keys())
+        child.touched = {t: set(ks) for t, ks in self.touched.items()}
+        child.journal = list(self.journal)
+        child.start = dict(self.start)
+        child.next_ids = dict(self.next_ids)
+        child._now = now
+        child._pending = dict(now)
+        child._digests = dict(self._digests)
+        child._now_digests = dict(self._now_digests)
+        child._hash = self._hash
+        child._wild = self._wild
+        if self._wild:
+            child.sync()
+        return child
+
     def close(self) -> None:
         """Give the connection back (to the world's idle ones, or closed); idempotent."""
         conn, self.conn = self.conn, _CLOSED

@@ -45,6 +45,9 @@ class Tau2Episode(DatabaseEpisode):
         self.heard: list[str] = []
         return super().reset(task)
 
+    def _forked(self) -> None:
+        self.said, self.heard = list(self.said), list(self.heard)
+
     def _message(self, msg: Message) -> Observation:
         self.said.append(msg.content)
         obs = super()._message(msg)
