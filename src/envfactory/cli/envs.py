@@ -26,6 +26,7 @@ UNBUILT: dict[str, str] = {
     f"{_TAU2}:make_strict": f"{_TAU2}:strict_info",
     f"{_TAU2}:make_procedural": f"{_TAU2}:procedural_info",
     "envfactory.web.builtin:make": "envfactory.cli.envs:web_info",
+    "envfactory.campaign.builtin:make": "envfactory.campaign.builtin:info",
 }
 
 

@@ -32,6 +32,7 @@ BUILTIN_TABLES: list[str] = [
     "envfactory.peers.tau2.register",
     "envfactory.multiagent.register",
     "envfactory.web.register",  # web-<domain>: every built-in database domain as a website
+    "envfactory.campaign.register",  # campaign-<domain>: runs of tasks over one evolving state
 ]
 
 

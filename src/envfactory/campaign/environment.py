@@ -1,0 +1,146 @@
+"""A campaign world: a database world's tasks served K at a time over one evolving state.
+
+Request k of a campaign is a task of the underlying world synthesised from the state at its
+start (the state the agent and the events left), so it is solvable by construction whatever
+happened before. ``task(split, difficulty, index)`` plays the campaign with the oracle once to
+record the gold plan (each request's plan, then ``close_request`` with its reply); the live
+episode makes every request again from the state it meets, cached by state hash.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from functools import lru_cache
+from typing import Any, Literal
+
+from envfactory.campaign.episode import CampaignEpisode
+from envfactory.campaign.events import EventSource, State
+from envfactory.campaign.levels import CampaignLevel, ladder
+from envfactory.campaign.tool import CLOSE, close_tool
+from envfactory.contract.config import EpisodeConfig
+from envfactory.contract.environment import EnvInfo, Environment
+from envfactory.contract.errors import SynthesisError
+from envfactory.contract.tasks import Split, Task
+from envfactory.db.environment import DatabaseEnvironment
+from envfactory.tasks.seeds import stable_hash
+from envfactory.world.seed import generate
+from envfactory.world.state import hash_rows
+
+WORLD_CACHE = 48  # sub-worlds (states) kept per campaign world
+TRIES = 4  # task indices a request tries on a state before the campaign ends early
+DEFAULT_MAX_STEPS = 400  # an episode's step limit when no config is given
+
+
+def campaign_info(base: EnvInfo, env_id: str) -> EnvInfo:
+    """A campaign world's listing, from its underlying world's."""
+    return base.model_copy(
+        update={
+            "id": env_id,
+            "kind": CampaignEnvironment.kind,
+            "name": f"{base.name} (campaign)",
+            "description": f"Runs of requests over one evolving state: {base.description}",
+            "tools": base.tools + 1,
+            "tool_names": [*base.tool_names, CLOSE],
+            "difficulties": sorted(ladder(base.difficulties)),
+        }
+    )
+
+
+class CampaignEnvironment(Environment):
+    """Campaigns over the database world ``base`` (any: built-in, synthesised, imported)."""
+
+    kind = "campaign"
+    blocking = False
+
+    def __init__(self, base: DatabaseEnvironment, env_id: str | None = None) -> None:
+        self.base = base
+        self.id = env_id or f"campaign-{base.id}"
+        self.spec = base.spec
+        self.levels: dict[int, CampaignLevel] = ladder(base.difficulties)
+        world = base.world
+        pool = generate(
+            self.spec, world.tables, stable_hash("campaign-pool", world.seed), world.scale
+        )
+        self.events = EventSource(world.tables, pool)
+        self._worlds: OrderedDict[int, DatabaseEnvironment] = OrderedDict()
+        self._base_key = hash_rows(world.base.rows)
+        self._lock = threading.RLock()
+        self._make = lru_cache(maxsize=1024)(self._task)
+
+    @property
+    def difficulties(self) -> list[int]:
+        return sorted(self.levels)
+
+    def level(self, difficulty: int) -> CampaignLevel:
+        if difficulty not in self.levels:
+            raise SynthesisError(f"difficulty must be one of {self.difficulties}, got {difficulty}")
+        return self.levels[difficulty]
+
+    # -- states and requests -----------------------------------------------------------------
+
+    def world_at(self, state: State) -> DatabaseEnvironment:
+        """The underlying world whose initial state is ``state`` (built once per state)."""
+        key = hash_rows(state)
+        if key == self._base_key:
+            return self.base
+        with self._lock:
+            found = self._worlds.get(key)
+            if found is not None:
+                self._worlds.move_to_end(key)
+                return found
+        tables = self.base.world.tables
+        rows = {
+            name: [tables[name].to_row(v) for v in by_id.values()] for name, by_id in state.items()
+        }
+        world = self.base.world
+        built = DatabaseEnvironment(self.spec, seed=world.seed, scale=world.scale, rows=rows)
+        with self._lock:
+            self._worlds[key] = built
+            while len(self._worlds) > WORLD_CACHE:
+                self._worlds.popitem(last=False)
+        return built
+
+    def request(
+        self, world: DatabaseEnvironment, split: Split, difficulty: int, index: int, number: int
+    ) -> Task | None:
+        """Request ``number`` of campaign (split, difficulty, index) on ``world``'s state: a task
+        of the campaign's split at its task level, or None when the state offers none."""
+        task_level = self.level(difficulty).task_level
+        for attempt in range(TRIES):
+            at = stable_hash("campaign-request", self.id, split, difficulty, index, number, attempt)
+            try:
+                return world.task(split, task_level, at % 1_000_000)
+            except SynthesisError:
+                continue
+        return None
+
+    # -- the contract ------------------------------------------------------------------------
+
+    def task(self, split: Split = "train", difficulty: int = 1, index: int = 0) -> Task:
+        self.level(difficulty)
+        return self._make(split, difficulty, index)
+
+    def _task(self, split: Split, difficulty: int, index: int) -> Task:
+        from envfactory.campaign.gold import record
+
+        return record(self, split, difficulty, index)
+
+    def episode(self, config: EpisodeConfig | None = None) -> CampaignEpisode:
+        return CampaignEpisode(self, config or EpisodeConfig(max_steps=DEFAULT_MAX_STEPS))
+
+    def tools(self, fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
+        return [*self.base.tools(fmt), close_tool(fmt)]
+
+    def info(self) -> EnvInfo:
+        return campaign_info(self.base.info(), self.id)
+
+
+def campaign(base: Environment, env_id: str | None = None) -> CampaignEnvironment:
+    """Campaigns over any database world (a built-in domain, a synthesised or OpenAPI world);
+    ``env_id`` defaults to ``campaign-<base id>``."""
+    if not isinstance(base, DatabaseEnvironment):
+        raise SynthesisError(
+            f"{base.id} is a {base.kind} world; campaigns run over database worlds"
+        )
+    return CampaignEnvironment(base, env_id)
