@@ -142,7 +142,6 @@ class CampaignEpisode(ToolEpisode):
         happened = "".join(f"\n(meanwhile: {e})" for e in request.events)
         head = f"[{time_of_day(request.opened)}] Request {request.number} of {total}{due}"
         return f"{happened}\n{head}: {request.task.public.instruction}".lstrip("\n")
-        )
 
     # -- acting ------------------------------------------------------------------------------
 
@@ -286,7 +285,8 @@ def reason(request: Request, reward: float) -> str:
     end = "" if request.last_step is None else request.last_step
     steps = f"steps {request.first_step + 1}-{end}"
     opened = time_of_day(request.opened)
-    return f"{request.task.task_id}: reward {reward:.3f}, {steps}, opened {opened}, {closed}{due}{late}"
+    times = f"opened {opened}, {closed}{due}{late}"
+    return f"{request.task.task_id}: reward {reward:.3f}, {steps}, {times}"
 
 
 def plan_minutes(task: Task, world: DatabaseEnvironment) -> int:
