@@ -112,6 +112,17 @@ class EntitySpec(_Spec):
     label: str = Field("", description="the noun an instruction uses, e.g. 'order'")
     id_prefix: str
     count: int | None = None
+    scales: bool = Field(
+        True,
+        description="false: a catalog the domain names row by row (departments, holidays), "
+        "whose count stays as written at every scale of the world",
+    )
+    block: int = Field(
+        1,
+        ge=1,
+        description="rows laid out in blocks of this many (10 shipments, then their 26 scans): "
+        "the count scales by whole blocks, so tables laid out block by block stay aligned",
+    )
     per: PerSpec | None = None
     fields: dict[str, FieldSpec]
     refs: list[RefSpec] = Field(default_factory=list)
@@ -125,6 +136,8 @@ class EntitySpec(_Spec):
     def _sized(self) -> EntitySpec:
         if (self.count is None) == (self.per is None):
             raise ValueError("give exactly one of `count` and `per`")
+        if self.count is not None and self.count % self.block:
+            raise ValueError(f"`count` {self.count} is not a whole number of blocks of {self.block}")
         if "id" in self.fields:
             raise ValueError("`id` is implicit (id_prefix + number)")
         if self.owner is not None and (

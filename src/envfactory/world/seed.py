@@ -82,7 +82,9 @@ def _sizes(entity: EntitySpec, parents: int, rng: random.Random, scale: float) -
     """How many rows to make: a fixed count, or a number per parent row (drawn in order)."""
     if entity.per is None:
         count = entity.count or 0
-        return [max(1, round(count * scale)) if count else 0]
+        if not entity.scales or not count:
+            return [count]
+        return [entity.block * max(1, round(count // entity.block * scale))]
     return [rng.randint(entity.per.min, entity.per.max) for _ in range(parents)]
 
 
