@@ -17,16 +17,28 @@ import os
 import random
 import tempfile
 import time
+from collections import Counter
+from itertools import zip_longest
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from envfactory.bench.calibration import CalibrationCell, calibrate
+from envfactory.contract.errors import EnvFactoryError
 from envfactory.harness.config import HarnessConfig
 from envfactory.registry import make
 from envfactory.rollout.types import EngineConfig, TaskRef
+from envfactory.training.drawn import (
+    CurriculumRollout,
+    curriculum_at,
+    keep_curriculum,
+    latest_checkpoint,
+    new_curriculum,
+    slot_rows,
+    stop_at,
+)
+from envfactory.training.judge import Judged, check_judgeable, judge
 from envfactory.training.sft import demonstrations, warm_start
 
 HARNESS = HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=2)
@@ -35,19 +47,52 @@ HARNESS = HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=2)
 class TrainSettings(BaseModel):
     """What one run does; every field is recorded in the results."""
 
-    world: str = "hotel"
-    difficulty: int = 0
+    worlds: list[str] = Field(default_factory=lambda: ["hotel"])  # trained on (train tasks)
+    eval_worlds: list[str] = Field(default_factory=list)  # judged (none: the trained worlds)
+    difficulty: int = 0  # the level judged, and the curriculum's first
+    levels: list[int] = Field(default_factory=list)  # the curriculum climbs (none: difficulty)
     steps: int = 8
     prompts_per_step: int = 6
     group_size: int = 4
     learning_rate: float = 1e-4
+    weight_decay: float = 0.0
     temperature: float = 0.8
     max_new_tokens: int = 80  # a call with two arguments takes about 45
-    eval_tasks: int = 83
+    eval_tasks: int = 83  # test tasks judged per evaluation world
     sft_tasks: int = 0  # train tasks whose gold plans warm-start the model (0: none)
     sft_learning_rate: float = 5e-5
+    checkpoint_every: int = 1  # steps between checkpoints (with a save folder)
+    stop_after: int | None = None  # stop at this step, checkpointed, to resume later
     seed: int = 0
     threads: int = Field(default_factory=lambda: os.cpu_count() or 1)
+
+    @property
+    def judged(self) -> list[str]:
+        """The worlds judged: the evaluation worlds, or the trained ones (in domain)."""
+        return self.eval_worlds or self.worlds
+
+    @property
+    def climbs(self) -> list[int]:
+        return self.levels or [self.difficulty]
+
+
+class WorldsOverlap(EnvFactoryError):
+    """A world is both trained on and judged as an evaluation world."""
+
+
+class NothingToResume(EnvFactoryError):
+    """``--resume`` without a save folder, or one with no checkpoint in it."""
+
+
+def check_disjoint(worlds: list[str], eval_worlds: list[str]) -> None:
+    """Raise :class:`WorldsOverlap` when an evaluation world is also trained on."""
+    both = sorted(set(worlds) & set(eval_worlds))
+    if both:
+        raise WorldsOverlap(
+            f"{', '.join(both)}: trained on and also an evaluation world; an evaluation world "
+            "must be one training never saw (leave --eval-worlds out to judge the trained "
+            "worlds on their own test tasks)"
+        )
 
 
 def threads_for(cores: int, busy_share: float) -> int:
@@ -67,65 +112,61 @@ def idle_cores(sample_s: float = 2.0) -> int:
     return threads_for(os.cpu_count() or 1, psutil.cpu_percent(interval=sample_s) / 100)
 
 
-class Held(BaseModel):
-    """Success on held-out tasks, as the contract names it."""
-
-    split: str
-    tasks: int
-    success: float
-    ci95: tuple[float, float]
-    mean_reward: float
-    tool_call_valid_rate: float | None
-
-
-def held(cell: CalibrationCell, split: str = "test") -> Held:
-    return Held(split=split, **cell.model_dump(include=set(Held.model_fields) - {"split"}))
-
-
-def evaluate(
-    model: Any, tokenizer: Any, stop_ids: tuple[int, ...], s: TrainSettings, label: str
-) -> Held:
-    """Greedy success on the world's first ``eval_tasks`` test tasks at the difficulty."""
-    from rich.console import Console
-    from rich.progress import Progress
-
+def evaluate(model: Any, tokenizer: Any, stop_ids: tuple[int, ...], s: TrainSettings) -> Judged:
+    """Greedy success on each judged world's first ``eval_tasks`` test tasks at the level."""
     from envfactory.integrations.local_model import TransformersPolicy
 
     policy = TransformersPolicy(
         model, tokenizer, temperature=0.0, max_new_tokens=s.max_new_tokens, stop_ids=stop_ids
     )
     model.eval()
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        job = bar.add_task(f"test tasks, {label}", total=s.eval_tasks)
-        cells = calibrate(
-            policy,
-            [s.world],
-            s.eval_tasks,
-            [s.difficulty],
-            split="test",
-            harness=HARNESS,
-            on_episode=lambda _: bar.advance(job),
-            fit_plan=False,  # judged under the harness it trains under
-        )
-    return held(cells[0])
+    return judge(policy, s.judged, s.eval_tasks, s.difficulty, HARNESS)
 
 
 def train_refs(s: TrainSettings) -> list[TaskRef]:
-    """Every train task of the cell, shuffled."""
-    env = make(s.world)
-    n = env.capacity("train", s.difficulty) or 512
-    refs = [TaskRef(s.world, "train", s.difficulty, i) for i in range(n)]
-    random.Random(s.seed).shuffle(refs)
-    return refs
+    """The train tasks of every (world, level) trained, each cell's shuffled, taken in turn
+    (the warm start's demonstrations)."""
+    cells: list[list[TaskRef]] = []
+    for world in s.worlds:
+        env = make(world)
+        for level in s.climbs:
+            n = env.capacity("train", level) or 512
+            refs = [TaskRef(world, "train", level, i) for i in range(n)]
+            random.Random(s.seed).shuffle(refs)
+            cells.append(refs)
+    return [ref for turn in zip_longest(*cells) for ref in turn if ref is not None]
 
 
-def grpo(model: Any, tokenizer: Any, stop_ids: tuple[int, ...], s: TrainSettings) -> list[float]:
-    """Train in place; returns the mean reward of each step's rollouts."""
+CHECKPOINTS = "checkpoints"  # inside a save folder: the trainer's checkpoints
+RUN_FILE = "run.json"  # inside a save folder: the settings, the base model and ``before``
+
+
+class Trained(BaseModel):
+    """What the GRPO phase reports: reward by step, and what the curriculum drew."""
+
+    curve: list[float]
+    step: int  # the step it stopped at (``steps`` unless ``stop_after`` came first)
+    drawn: dict[str, int]  # tasks drawn per "world/level"
+    frontier: dict[str, int]  # each trained world's frontier level at the end
+
+
+def grpo(
+    model: Any,
+    tokenizer: Any,
+    stop_ids: tuple[int, ...],
+    s: TrainSettings,
+    save: Path | None = None,
+    checkpoint: Path | None = None,
+) -> Trained:
+    """Train in place on curriculum-drawn train tasks of ``s.worlds``; with ``save``, a
+    checkpoint (weights, optimizer, scheduler, RNG, curriculum) every ``checkpoint_every``
+    steps into ``save/checkpoints``; from ``checkpoint``, the run continues where it stopped."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
     from envfactory.integrations.local_model import TransformersPolicy
-    from envfactory.integrations.trl import EnvfactoryRollout, task_dataset, verdict_reward
+    from envfactory.integrations.trl import EnvfactoryRollout, verdict_reward
 
     def policy(trainer: Any) -> TransformersPolicy:  # fresh each batch: no stale prefix cache
         return TransformersPolicy(
@@ -136,10 +177,16 @@ def grpo(model: Any, tokenizer: Any, stop_ids: tuple[int, ...], s: TrainSettings
             stop_ids=stop_ids,
         )
 
+    curriculum = (
+        curriculum_at(checkpoint) if checkpoint else new_curriculum(s.worlds, s.climbs, s.seed)
+    )
+    inner = EnvfactoryRollout(policy, harness=HARNESS, config=EngineConfig(concurrency=64))
+    rollout = CurriculumRollout(inner, curriculum, s.worlds)
     args = GRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="envfactory-grpo-"),
+        output_dir=str(save / CHECKPOINTS) if save else tempfile.mkdtemp(prefix="envfactory-"),
         max_steps=s.steps,
         learning_rate=s.learning_rate,
+        weight_decay=s.weight_decay,
         per_device_train_batch_size=s.group_size,
         gradient_accumulation_steps=s.prompts_per_step,
         num_generations=s.group_size,
@@ -152,62 +199,140 @@ def grpo(model: Any, tokenizer: Any, stop_ids: tuple[int, ...], s: TrainSettings
         gradient_checkpointing=False,
         logging_steps=1,
         report_to="none",
-        save_strategy="no",
+        save_strategy="steps" if save else "no",
+        save_steps=s.checkpoint_every,
+        save_total_limit=1,  # the latest only: a checkpoint of the 135M model is 1.6 GB
         disable_tqdm=False,
     )
     trainer = GRPOTrainer(
         model=model,
         processing_class=tokenizer,
         args=args,
-        train_dataset=task_dataset(train_refs(s), HARNESS),
-        rollout_func=EnvfactoryRollout(
-            policy, harness=HARNESS, config=EngineConfig(concurrency=64)
-        ),
+        train_dataset=Dataset.from_list(slot_rows(s.steps * s.prompts_per_step)),
+        rollout_func=rollout,
         reward_funcs=[verdict_reward],
+        callbacks=[keep_curriculum(curriculum), stop_at(s.stop_after)] if save else None,
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     key = "rewards/verdict_reward/mean"
-    return [float(h[key]) for h in trainer.state.log_history if key in h]
+    drawn = Counter(
+        task.rsplit("/", 1)[0].replace("/train/", "/") for b in rollout.drawn for task in b
+    )
+    return Trained(
+        curve=[float(h[key]) for h in trainer.state.log_history if key in h],
+        step=trainer.state.global_step,
+        drawn=dict(sorted(drawn.items())),
+        frontier={e.env_id: e.frontier for e in curriculum.state()},
+    )
 
 
-def run(s: TrainSettings, out: Path, model_path: str | None = None) -> dict[str, Any]:
-    """Before, train, after; writes ``train-grpo-cpu.json`` and its curve into ``out``. With
-    ``sft_tasks``, ``before`` is the warm-started model and ``base`` the model as shipped."""
+def begin(
+    s: TrainSettings, model: Any, tokenizer: Any, stop_ids: tuple[int, ...]
+) -> dict[str, Any]:
+    """The run's start: the model judged as given and, with ``sft_tasks``, warm-started and
+    judged again. ``before`` is the model GRPO starts from; ``base`` the model as given."""
+    base = before = evaluate(model, tokenizer, stop_ids, s)
+    warm: dict[str, Any] = {}
+    if s.sft_tasks:
+        shown = demonstrations(train_refs(s)[: s.sft_tasks], HARNESS)
+        losses = warm_start(model, tokenizer, shown, learning_rate=s.sft_learning_rate)
+        before = evaluate(model, tokenizer, stop_ids, s)
+        warm = {
+            "base": base.pooled.model_dump(mode="json"),
+            "sft_demonstrations": len(shown),
+            "sft_loss": [round(losses[0], 4), round(losses[-1], 4)],
+            "sft_gain": round(before.pooled.success - base.pooled.success, 4),
+        }
+    return {"before": before.model_dump(mode="json"), "warm": warm}
+
+
+def resumed(save: Path | None, s: TrainSettings) -> tuple[Path, dict[str, Any], TrainSettings]:
+    """The latest checkpoint in ``save``, the run's start as it recorded it, and its settings
+    (``steps``, ``threads`` and ``stop_after`` as given now)."""
+    if save is None:
+        raise NothingToResume("--resume continues a run saved with --save DIR: give DIR")
+    checkpoint = latest_checkpoint(save / CHECKPOINTS)
+    if checkpoint is None or not (save / RUN_FILE).is_file():
+        raise NothingToResume(f"no checkpoint in {save / CHECKPOINTS} to resume from")
+    start = json.loads((save / RUN_FILE).read_text())
+    kept = TrainSettings.model_validate(start["settings"])
+    now = {"steps": s.steps, "threads": s.threads, "stop_after": s.stop_after}
+    return checkpoint, start, kept.model_copy(update=now)
+
+
+def save_model(model: Any, tokenizer: Any, folder: Path) -> None:
+    """The model and its tokenizer as a folder that ``--model`` loads everywhere."""
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def run(
+    s: TrainSettings,
+    out: Path,
+    model_path: str | None = None,
+    save: Path | None = None,
+    resume: bool = False,
+) -> dict[str, Any]:
+    """Judge, train, judge; writes ``train-grpo-cpu.json`` and its curve into ``out``, and with
+    ``save`` the trained model (a folder ``--model`` loads) and its checkpoints. ``resume``
+    continues the run saved in ``save`` from its latest checkpoint, with that run's settings
+    and model. A run stopped by ``stop_after`` returns ``stopped_at`` and judges nothing."""
     import torch
 
     from envfactory.integrations.embedded import load
 
+    checkpoint, start = None, None
+    if s.stop_after is not None and save is None:
+        raise NothingToResume("a run stopped early is resumed from its save folder: give one")
+    if resume:
+        checkpoint, start, s = resumed(save, s)
+        model_path = start["model_path"]
+    check_disjoint(s.worlds, s.eval_worlds)
+    check_judgeable(s.judged, s.difficulty)
     torch.manual_seed(s.seed)
     local = load(model_path)
     torch.set_num_threads(s.threads)
     model, tokenizer = copy.deepcopy(local.model), local.tokenizer  # the loaded one stays as is
     started = time.perf_counter()
-    base = before = evaluate(model, tokenizer, local.stop_ids, s, "as shipped")
-    warm: dict[str, Any] = {}
-    if s.sft_tasks:
-        shown = demonstrations(train_refs(s)[: s.sft_tasks], HARNESS)
-        losses = warm_start(model, tokenizer, shown, learning_rate=s.sft_learning_rate)
-        before = evaluate(model, tokenizer, local.stop_ids, s, "warm-started")
-        warm = {
-            "base": base.model_dump(mode="json"),
-            "sft_demonstrations": len(shown),
-            "sft_loss": [round(losses[0], 4), round(losses[-1], 4)],
-            "sft_gain": round(before.success - base.success, 4),
-        }
+    if start is None:
+        start = {"settings": s.model_dump(), "model_path": model_path}
+        start |= begin(s, model, tokenizer, local.stop_ids)
+        if save is not None:
+            save.mkdir(parents=True, exist_ok=True)
+            (save / RUN_FILE).write_text(json.dumps(start, indent=2) + "\n")
+    before = Judged.model_validate(start["before"])
     t0 = time.perf_counter()
-    curve = grpo(model, tokenizer, local.stop_ids, s)
+    trained = grpo(model, tokenizer, local.stop_ids, s, save, checkpoint)
     train_minutes = (time.perf_counter() - t0) / 60
-    after = evaluate(model, tokenizer, local.stop_ids, s, "after GRPO")
+    if trained.step < s.steps:  # stopped early: the checkpoint is the result
+        return {"stopped_at": trained.step, "saved": str(save), "curve": trained.curve}
+    after = evaluate(model, tokenizer, local.stop_ids, s)
+    if save is not None:
+        save_model(model, tokenizer, save)
     result = {
-        "world": s.world,
+        "train_worlds": s.worlds,
+        "eval_worlds": s.judged,
+        "in_domain": not s.eval_worlds,
+        "world": ",".join(s.worlds),
         "model": local.name,
         "minutes": round((time.perf_counter() - started) / 60, 1),
         "train_minutes": round(train_minutes, 1),
-        "before": before.model_dump(mode="json"),
-        "after": after.model_dump(mode="json"),
-        "separated": after.ci95[0] > before.ci95[1],
-        **warm,
-        "curve": [round(r, 4) for r in curve],
+        "before": before.pooled.model_dump(mode="json"),
+        "after": after.pooled.model_dump(mode="json"),
+        "per_world": {
+            w: {
+                "before": before.per_world[w].model_dump(mode="json"),
+                "after": h.model_dump(mode="json"),
+            }
+            for w, h in after.per_world.items()
+        },
+        "separated": after.pooled.ci95[0] > before.pooled.ci95[1],
+        **start["warm"],
+        "curve": [round(r, 4) for r in trained.curve],
+        "drawn": trained.drawn,
+        "frontier": trained.frontier,
+        "saved": str(save) if save else None,
+        "resumed_from": checkpoint.name if checkpoint else None,
         "settings": s.model_dump(),
         "harness": HARNESS.model_dump(mode="json"),
         "load_average": [round(x, 2) for x in os.getloadavg()],
@@ -234,7 +359,10 @@ def plot_run(result: dict[str, Any], path: str) -> str:
     curve_ax.set_ylabel("mean reward")
     curve_ax.set_ylim(0, 1)
     curve_ax.legend(loc="lower right", fontsize=8)
-    curve_ax.set_title(f"{result['world']}, difficulty {result['settings']['difficulty']}")
+    worlds = result["train_worlds"]
+    named = ", ".join(worlds) if len(worlds) <= 3 else f"{len(worlds)} worlds"
+    climbs = result["settings"]["levels"] or [result["settings"]["difficulty"]]
+    curve_ax.set_title(f"trained on {named}, levels {climbs}")
     for x, key in enumerate(("before", "after")):
         h = result[key]
         low, high = h["ci95"]

@@ -1,0 +1,89 @@
+"""Held-out success of a model in training: greedy, on the **test** tasks of each evaluation
+world, per world and pooled, with 95% Wilson intervals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from envfactory.bench.calibration import CalibrationCell, calibrate
+from envfactory.contract.errors import EnvFactoryError
+from envfactory.harness.config import HarnessConfig
+from envfactory.quality.stats import wilson
+from envfactory.registry import make
+
+
+class NotJudgeable(EnvFactoryError):
+    """An evaluation world has no test tasks at the level judged."""
+
+
+class Held(BaseModel):
+    """Success on held-out tasks, as the contract names it."""
+
+    split: str
+    tasks: int
+    success: float
+    ci95: tuple[float, float]
+    mean_reward: float
+    tool_call_valid_rate: float | None
+
+
+class Judged(BaseModel):
+    """One evaluation: pooled over the worlds, and each world's own."""
+
+    pooled: Held
+    per_world: dict[str, Held]
+
+
+def held(cell: CalibrationCell, split: str = "test") -> Held:
+    return Held(split=split, **cell.model_dump(include=set(Held.model_fields) - {"split"}))
+
+
+def pooled(cells: Sequence[CalibrationCell], split: str = "test") -> Held:
+    """The cells as one sample: successes and tasks summed, the interval of the sum; the valid
+    call rate weighted by the calls each world's episodes attempted."""
+    tasks = sum(c.tasks for c in cells)
+    wins = sum(round(c.success * c.tasks) for c in cells)
+    attempted = sum(c.calls_attempted for c in cells if c.tool_call_valid_rate is not None)
+    valid = sum(c.calls_attempted * (c.tool_call_valid_rate or 0.0) for c in cells)
+    return Held(
+        split=split,
+        tasks=tasks,
+        success=round(wins / tasks, 4) if tasks else 0.0,
+        ci95=wilson(wins, tasks),
+        mean_reward=round(sum(c.mean_reward * c.tasks for c in cells) / tasks, 4) if tasks else 0,
+        tool_call_valid_rate=round(valid / attempted, 4) if attempted else None,
+    )
+
+
+def check_judgeable(worlds: Sequence[str], difficulty: int) -> None:
+    """Raise :class:`NotJudgeable` unless every world has the level ``difficulty``."""
+    missing = [w for w in worlds if difficulty not in make(w).difficulties]
+    if missing:
+        raise NotJudgeable(f"no level {difficulty} to judge in {', '.join(missing)}")
+
+
+def judge(
+    policy: Any, worlds: Sequence[str], tasks: int, difficulty: int, harness: HarnessConfig
+) -> Judged:
+    """Greedy success of ``policy`` (a rollout policy) on the first ``tasks`` test tasks of
+    each world at ``difficulty`` (fewer where a world has fewer), under ``harness``."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    check_judgeable(worlds, difficulty)
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        job = bar.add_task("test tasks", total=tasks * len(worlds))
+        cells = calibrate(
+            policy,
+            list(worlds),
+            tasks,
+            [difficulty],
+            split="test",
+            harness=harness,
+            on_episode=lambda _: bar.advance(job),
+            fit_plan=False,  # judged under the harness it trains under
+        )
+    return Judged(pooled=pooled(cells), per_world={c.env: held(c) for c in cells})

@@ -1,0 +1,182 @@
+"""``envfactory train`` across worlds keeps its model: the contracts on a few steps of the tiny
+model (a two-layer Qwen2 saved in a folder, loaded as ``--model DIR``), which keeps each run
+to seconds. A trained-on world is refused as an evaluation world before anything loads; the
+saved folder loads everywhere ``--model`` does and gives the greedy tokens the trained model
+gave; a run stopped after a checkpoint and resumed ends where a straight run ends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_cli import cli
+
+from envfactory.training.drawn import curriculum_at
+from envfactory.training.grpo_cpu import (
+    CHECKPOINTS,
+    HARNESS,
+    NothingToResume,
+    TrainSettings,
+    run,
+    save_model,
+)
+from envfactory.training.judge import judge
+
+pytestmark = pytest.mark.integrations
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny model and its tokenizer, saved as a model folder."""
+    from envfactory.integrations.tiny import tiny_model, tiny_tokenizer
+
+    folder = tmp_path_factory.mktemp("models") / "tiny-qwen2"
+    tokenizer = tiny_tokenizer(["hotel", "retail"])
+    tokenizer.save_pretrained(folder)
+    tiny_model(tokenizer).save_pretrained(folder)
+    return folder
+
+
+def settings(steps: int, stop_after: int | None = None) -> TrainSettings:
+    """Two worlds trained, one judged; weight decay so that every step moves the weights (the
+    random model earns no reward, so its policy gradient is zero) and a resumed run that lost
+    the optimizer's or the schedule's state would end elsewhere."""
+    return TrainSettings(
+        worlds=["hotel", "retail"],
+        eval_worlds=["airline"],
+        steps=steps,
+        prompts_per_step=2,
+        group_size=2,
+        learning_rate=1e-2,
+        weight_decay=0.5,
+        eval_tasks=2,
+        max_new_tokens=16,
+        threads=1,
+        stop_after=stop_after,
+    )
+
+
+@pytest.fixture(scope="module")
+def straight(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """Two steps in one go, saved."""
+    root = tmp_path_factory.mktemp("straight")
+    return root / "model", run(settings(2), root, str(tiny), save=root / "model")
+
+
+def weights(folder: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+def test_a_trained_on_world_is_refused_as_an_evaluation_world(tmp_path: Path) -> None:
+    done = cli(
+        "train", "--worlds", "hotel,retail", "--eval-worlds", "airline,retail",
+        "--out", str(tmp_path), ok=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "retail: trained on and also an evaluation world" in " ".join(done.stderr.split())
+    assert "airline" not in done.stderr.split(":")[0]
+    assert not list(tmp_path.iterdir())  # refused before anything ran
+    with pytest.raises(NothingToResume, match="no checkpoint"):
+        run(settings(1), tmp_path, save=tmp_path / "none", resume=True)
+
+
+def test_results_hold_the_transfer_contract(straight: tuple[Path, dict[str, Any]]) -> None:
+    _, result = straight
+    assert result["train_worlds"] == ["hotel", "retail"] and result["eval_worlds"] == ["airline"]
+    assert result["in_domain"] is False and result["model"] == "tiny-qwen2"
+    for key in ("before", "after"):
+        held = result[key]
+        assert held["split"] == "test" and held["tasks"] == 2
+        low, high = held["ci95"]
+        assert 0 <= low <= held["success"] <= high <= 1
+    assert set(result["per_world"]) == {"airline"}
+    assert result["per_world"]["airline"]["after"]["tasks"] == 2
+    assert len(result["curve"]) == 2 and sum(result["drawn"].values()) == 4  # 2 steps x 2 tasks
+    assert set(result["drawn"]) <= {"hotel/0", "retail/0"}
+
+
+def test_save_round_trips_a_model_with_the_same_greedy_tokens(tmp_path: Path, tiny: Path) -> None:
+    """What ``--save`` writes, ``--model DIR`` loads, and it decodes greedily as it did."""
+    import copy
+
+    import torch
+
+    from envfactory.integrations.embedded import load
+
+    given = load(tiny)
+    model = copy.deepcopy(given.model)
+    with torch.no_grad():  # a model unlike the one on disk, as training leaves it
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    save_model(model, given.tokenizer, tmp_path / "kept")
+    kept = load(tmp_path / "kept")
+    assert kept.stop_ids == given.stop_ids and kept.name == "kept"
+    prompt = given.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Cancel booking BK-00012."}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
+    )
+    greedy = {"max_new_tokens": 24, "do_sample": False}
+    with torch.no_grad():
+        ours, theirs, before = (
+            m.generate(**prompt, **greedy)[0].tolist() for m in (model, kept.model, given.model)
+        )
+    assert ours == theirs and ours != before
+
+
+def test_the_saved_run_scores_again_what_it_measured(
+    straight: tuple[Path, dict[str, Any]], tiny: Path
+) -> None:
+    """The folder a run saved is its trained model: judged again from disk, it scores what the
+    run measured after training, and its weights are not the ones it was given."""
+    import torch
+
+    from envfactory.integrations.embedded import load
+    from envfactory.integrations.local_model import TransformersPolicy
+
+    folder, result = straight
+    moved = [
+        not torch.equal(p, q)
+        for p, q in zip(weights(folder).values(), weights(tiny).values(), strict=True)
+    ]
+    assert any(moved)
+    trained, s = load(folder), settings(2)
+    policy = TransformersPolicy(
+        trained.model, trained.tokenizer, temperature=0.0, max_new_tokens=16,
+        stop_ids=trained.stop_ids,
+    )  # fmt: skip
+    again = judge(policy, s.judged, s.eval_tasks, s.difficulty, HARNESS)
+    assert again.pooled.model_dump(mode="json") == result["after"]
+
+
+def test_a_stopped_run_resumes_from_its_checkpoint(
+    straight: tuple[Path, dict[str, Any]], tiny: Path, tmp_path: Path
+) -> None:
+    folder, whole = straight
+    save = tmp_path / "model"
+    first = run(settings(2, stop_after=1), tmp_path, str(tiny), save=save)
+    assert first["stopped_at"] == 1 and not (tmp_path / "train-grpo-cpu.json").exists()
+    assert [p.name for p in (save / CHECKPOINTS).glob("checkpoint-*")] == ["checkpoint-1"]
+    # resumed with only the step budget given: the rest comes from the saved run
+    given = TrainSettings(steps=2, threads=1)
+    second = run(given, tmp_path, None, save=save, resume=True)
+    assert second["resumed_from"] == "checkpoint-1"
+    started = json.loads((save / "run.json").read_text())
+    assert second["settings"] == {**started["settings"], "stop_after": None}
+    assert second["before"] == whole["before"]  # the saved start, not judged again
+    state = json.loads((save / CHECKPOINTS / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2
+    assert second["curve"] == whole["curve"] and second["curve"][0] == first["curve"][0]
+    # the curriculum drew what the straight run drew, and the weights are the straight run's
+    ours, theirs = (curriculum_at(f / CHECKPOINTS / "checkpoint-2") for f in (save, folder))
+    assert ours.draws == theirs.draws == 4
+    assert ours.state() == theirs.state()
+    import torch
+
+    for (name, p), q in zip(weights(save).items(), weights(folder).values(), strict=True):
+        assert torch.equal(p, q), name
