@@ -62,7 +62,7 @@ class CampaignEnvironment(Environment):
         pool = generate(
             self.spec, world.tables, stable_hash("campaign-pool", world.seed), world.scale
         )
-        self.events = EventSource(world.tables, pool)
+        self.events = EventSource(self.spec, world.tables, pool)
         self._worlds: OrderedDict[int, DatabaseEnvironment] = OrderedDict()
         self._base_key = hash_rows(world.base.rows)
         self._lock = threading.RLock()

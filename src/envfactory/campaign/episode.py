@@ -191,6 +191,8 @@ class CampaignEpisode(ToolEpisode):
     def _next(self, request: Request, said: str) -> Observation:
         """Close ``request``, fire the events due, open the next request (or end)."""
         self._settle(request)
+        if request.number >= self.env.level(self._address[1]).tasks:
+            return self._finish(said)
         state = request.episode.store.dump()
         happened = []
         while self.pending and self.pending[0].at <= self.clock:
@@ -202,8 +204,7 @@ class CampaignEpisode(ToolEpisode):
                 happened.append(f"{stamp} {what}")
         upcoming = self._open(self.env.world_at(state), happened)
         if upcoming is None:
-            self.done, self.status = True, "completed"
-            return Observation(kind="end", content=f"{said} There are no more requests.", done=True)
+            return self._finish(said)
         content = f"{said}\n{self.announce(upcoming)}"
         return Observation(
             kind="tool_result",
@@ -215,6 +216,10 @@ class CampaignEpisode(ToolEpisode):
                 "instruction": upcoming.task.public.instruction,
             },
         )
+
+    def _finish(self, said: str) -> Observation:
+        self.done, self.status = True, "completed"
+        return Observation(kind="end", content=f"{said} There are no more requests.", done=True)
 
     def _settle(self, request: Request) -> None:
         request.closed = self.clock

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from envfactory.domain.spec import DomainSpec
 from envfactory.tasks.seeds import stable_hash
 from envfactory.world.tables import Row, Table
 
@@ -41,11 +42,22 @@ class EventSource:
     """Applies events to states of one domain, drawing rows from ``pool`` (another seeded
     world's rows, by table)."""
 
-    def __init__(self, tables: Mapping[str, Table], pool: Mapping[str, Sequence[Row]]) -> None:
+    def __init__(
+        self, spec: DomainSpec, tables: Mapping[str, Table], pool: Mapping[str, Sequence[Row]]
+    ) -> None:
         self.tables = tables
         self.pool = {name: list(rows) for name, rows in pool.items() if rows}
         self.unique = {
             name: {c for c in t.indexed if c not in t.refs} for name, t in tables.items()
+        }
+        #: per table, the values that move by themselves: statuses (choices) and quantities
+        self.moving = {
+            name: [
+                c
+                for c, f in entity.fields.items()
+                if not (f.ref or f.unique) and (f.choices or f.type in ("integer", "number"))
+            ]
+            for name, entity in spec.entities.items()
         }
 
     def fire(self, state: State, event: Event) -> str | None:
@@ -78,8 +90,7 @@ class EventSource:
 
     def _change(self, state: State, table: Table, source: Row, rng: random.Random) -> str | None:
         rows = state[table.name]
-        fixed = {"id", *table.refs, *self.unique[table.name]}
-        columns = [c for c in table.columns if c not in fixed and source.get(c) is not None]
+        columns = [c for c in self.moving[table.name] if source.get(c) is not None]
         if not rows or not columns:
             return None
         key = rng.choice(sorted(rows))
