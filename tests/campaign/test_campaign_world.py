@@ -117,7 +117,7 @@ def test_held_out_campaigns_draw_held_out_tasks(retail: CampaignEnvironment) -> 
 
 def test_any_database_world_is_wrappable() -> None:
     doc = compile_document(read_document(SHOP), SHOP.name)
-    env = campaign(OpenAPIEnvironment(parse_domain(doc, SHOP.name)))
+    env = campaign(OpenAPIEnvironment(parse_domain(doc, SHOP.name), scale=0.3))
     assert env.id.startswith("campaign-")
     assert run_episode(env, env.task("train", 1, 0), Oracle()).reward == 1.0
     with pytest.raises(SynthesisError):

@@ -20,6 +20,7 @@ from fastapi import FastAPI, HTTPException, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from envfactory.dashboard import aggregate, frontiers
+from envfactory.dashboard.campaign import campaign_view
 from envfactory.dashboard.diff import state_diff
 from envfactory.dashboard.episode import view
 from envfactory.dashboard.page import EPISODE_PAGE, OVERVIEW_PAGE
@@ -225,6 +226,12 @@ def create_app(dashboard: Dashboard, token: str | None = None) -> FastAPI:
         """The final state against the target, recomputed by replaying the episode."""
         reader, found = record(rid, id)
         return {"run": reader.name, "episode_id": found.episode_id, **state_diff(found)}
+
+    @app.get("/api/runs/{rid}/episode/campaign")
+    def episode_campaign(rid: int, id: str) -> dict[str, Any]:
+        """A campaign's requests in order, with the clock and events, by replaying it."""
+        reader, found = record(rid, id)
+        return {"run": reader.name, "episode_id": found.episode_id, **campaign_view(found)}
 
     @app.get("/api/curricula")
     def curricula() -> list[dict[str, Any]]:

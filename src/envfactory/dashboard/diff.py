@@ -46,6 +46,7 @@ NO_ROWS = {
     "repo": "a repository world is checked by its tests, not rows",
     "web": "a web world's state is a browser session over a site, not replayed here",
     "multiagent": "a multi-agent episode is played by several seats; it is not replayed here",
+    "campaign": "a campaign is judged request by request: see its requests above",
 }
 
 

@@ -525,6 +525,42 @@ async function loadDiff(run, id) {
   }
 }
 
+function campaignView(c) {
+  const box = el('div', {id: 'campaign', 'data-status': c.status});
+  if (c.status !== 'ok') {
+    box.append(el('div', {class: 'muted'}, c.reason || c.status));
+    return box;
+  }
+  box.append(el('div', {class: 'muted'}, `${c.requests.length} of ${c.tasks} request(s) ` +
+    `opened; clock at ${c.clock}; ${c.events.length} event(s) fired`));
+  const t = el('table', {id: 'campaign-requests'}, el('tr', {},
+    ['#', 'task', 'opened', 'due', 'closed', 'steps', 'reward', 'events before it', 'request']
+      .map(h => el('th', {class: 'l'}, h))));
+  for (const r of c.requests) {
+    t.append(el('tr', {class: r.reward === 1 ? 'pass' : 'fail', 'data-request': r.number},
+      el('td', {}, r.number), el('td', {class: 'l'}, r.task_id),
+      el('td', {class: 'l'}, r.opened), el('td', {class: 'l'}, r.due || '–'),
+      el('td', {class: 'l' + (r.late ? ' err' : '')}, (r.closed || 'open') +
+        (r.late ? ' (late)' : '')),
+      el('td', {class: 'l'}, `${r.steps[0] + 1}–${r.steps[1] ?? ''}`),
+      el('td', {}, fmt(r.reward)),
+      el('td', {class: 'l'}, r.events.join('; ') || '–'),
+      el('td', {class: 'l'}, r.instruction)));
+  }
+  box.append(t);
+  return box;
+}
+
+async function loadCampaign(run, id) {
+  const c = await api(`/api/runs/${encodeURIComponent(run)}/episode/campaign?id=` +
+    encodeURIComponent(id));
+  if (c.status === 'not_applicable') return;
+  const card = el('div', {class: 'card', id: 'campaign-card'},
+    el('h3', {}, 'campaign: requests in order'), campaignView(c));
+  document.getElementById('diff-card').before(card);
+  document.body.dataset.campaign = c.status;
+}
+
 async function load() {
   const q = new URLSearchParams(location.search);
   const run = q.get('run') || '0', id = q.get('id') || '';
@@ -559,6 +595,7 @@ async function load() {
     el('section', {}, el('h2', {}, 'metrics'),
       kv(Object.entries(e.metrics).map(([k, v]) => [k, v]))));
   document.body.dataset.loaded = '1';
+  if (m.env_id.startsWith('campaign-')) await loadCampaign(run, id);
   await loadDiff(run, id);
 }
 
