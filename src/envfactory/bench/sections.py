@@ -117,6 +117,17 @@ SECTIONS: dict[str, Section] = {
             quick={"env_id": "retail", "episodes": 20, "live": 20},
         ),
         Section(
+            "fork",
+            "episode.fork() of a database world: its cost, and forks checked exact.",
+            "envfactory.bench.fork:bench_fork",
+            (
+                _ENV,
+                Option("n", "int", "Forks timed."),
+                Option("tasks", "int", "Tasks whose every split point is checked."),
+            ),
+            quick={"env_id": "retail", "n": 200, "tasks": 2},
+        ),
+        Section(
             "rollout",
             "The rollout engine: live episodes, steps/s and event-loop lag per executor.",
             "envfactory.bench.rollout:bench_rollout",

@@ -154,6 +154,7 @@ def bench(
         False, "--rollout", help="= bench rollout.", rich_help_panel=ALIAS
     ),
     tau2: bool = typer.Option(False, "--tau2", help="= bench tau2.", rich_help_panel=ALIAS),
+    fork: bool = typer.Option(False, "--fork", help="= bench fork.", rich_help_panel=ALIAS),
     ray: bool = typer.Option(False, "--ray", help="= bench ray.", rich_help_panel=ALIAS),
     research: bool = typer.Option(
         False, "--research", help="= bench research.", rich_help_panel=ALIAS
@@ -221,13 +222,14 @@ def bench(
         return
     flags = {"sandbox": sandbox, "rollout": rollout, "tau2": tau2, "ray": ray,
              "research": research, "repo": repo, "web": web, "decode": decode,
-             "calibration": calibration}  # fmt: skip
+             "calibration": calibration, "fork": fork}  # fmt: skip
     chosen = [name for name, on in flags.items() if on]
     if len(chosen) > 1:
         raise fail(f"one section at a time, not {', '.join('--' + c for c in chosen)}")
     name = chosen[0] if chosen else "world"
     per_alias: dict[str, dict[str, Any]] = {
         "world": {"env_id": env_id},
+        "fork": {"env_id": env_id},
         "rollout": {"env_id": env_id},
         "ray": {"env_id": env_id},
         "repo": {
