@@ -93,7 +93,9 @@ def check_forks(env: DatabaseEnvironment, task: Task) -> tuple[int, list[str]]:
     checks, failures = 0, []
     for k in range(len(actions)):
         head, rest = actions[:k], actions[k:]
-        cases = {  # (the parent's actions, the fork's actions) after the split
+        cases: dict[
+            str, tuple[list[Action], list[Action]]
+        ] = {  # (the parent's actions, the fork's actions) after the split
             "same": (rest, rest),
             "parent finishes": (rest, [STOP]),
             "fork finishes": ([STOP], rest),
@@ -135,8 +137,9 @@ def bench_fork(env_id: str = "retail", n: int = 2000, tasks: int = 12) -> ForkBe
     chosen = [env.task("train", levels[i % len(levels)], i // len(levels)) for i in range(tasks)]
     checks, failures = 0, []
     for task in chosen:
-        c, f = check_forks(env, task)
-        checks, failures = checks + c, failures + f
+        made, failed = check_forks(env, task)
+        checks += made
+        failures += failed
 
     task = max(chosen, key=lambda t: len(t.hidden.gold_plan))
     actions = oracle_actions(env, task)
