@@ -1,15 +1,16 @@
 """``envfactory bench fork``: what ``episode.fork()`` costs, and whether forks are exact.
 
-The fork is timed on a live episode in the middle of a task (after the first half of the
-oracle's actions, its writes included), ``n`` times; each fork is closed untimed, as a rollout
-closes its episodes. Beside it: a fork followed by a query that makes SQLite see the fork's rows
-(the work a fork defers), and a copy of the whole database (serialise, deserialise), the naive
-fork. ``forks_identical`` is checked on every task and every split point of its oracle run: a
-fork and its parent given the same actions reach the same state hash (the incremental one and a
-full canonical hash of every row) and the same verdict, equal to an episode never forked
-(forked with the parent's writes pending in Python, and after they reached SQLite); given
-different actions (one finishes the task, the other stops), each reaches the state of an
-unforked episode that took its actions alone: neither sees the other's writes.
+The fork is timed on a live episode in the middle of a task (the oracle's actions on the
+longest plan but the final reply, its writes made), ``n`` times; each fork is closed untimed,
+as a rollout closes its episodes. Beside it: a fork followed by a query that makes SQLite see
+the fork's rows (the work a fork defers), and a copy of the whole database (serialise,
+deserialise), the naive fork. ``forks_identical`` is checked on every task and every split
+point of its oracle run: a fork and its parent given the same actions reach the same state
+hash (the incremental one and a full canonical hash of every row) and the same verdict, equal
+to an episode never forked (forked with the parent's writes pending in Python, and after they
+reached SQLite); given different actions (one finishes the task, the other stops), each
+reaches the state of an unforked episode that took its actions alone: neither sees the
+other's writes.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def _copy_whole(conn: sqlite3.Connection) -> float:
     return elapsed
 
 
-def bench_fork(env_id: str = "retail", n: int = 2000, tasks: int = 12) -> ForkBench:
+def bench_fork(env_id: str = "retail", n: int = 2000, tasks: int = 6) -> ForkBench:
     env = make(env_id)
     if not isinstance(env, DatabaseEnvironment):
         raise WrongKind(f"{env_id} is a {env.kind} world; this benchmark forks database worlds")
@@ -143,7 +144,7 @@ def bench_fork(env_id: str = "retail", n: int = 2000, tasks: int = 12) -> ForkBe
 
     task = max(chosen, key=lambda t: len(t.hidden.gold_plan))
     actions = oracle_actions(env, task)
-    parent = _fresh(env, task, actions[: len(actions) // 2])
+    parent = _fresh(env, task, actions[:-1])  # every write made, the final reply not sent
     touched = sum(len(keys) for keys in parent.store.touched.values())
     table = next(iter(parent.store.touched), next(iter(env.world.tables)))
     for _ in range(50):  # warm: the world's idle connections, the caches
