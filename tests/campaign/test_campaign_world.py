@@ -142,3 +142,27 @@ def test_campaign_tasks_are_the_same_in_every_process() -> None:
         return json.loads(out.stdout)
 
     assert run("1") == run("4242")
+
+
+def test_a_fork_is_an_independent_live_copy(retail: CampaignEnvironment) -> None:
+    task = retail.task("train", 2, 0)
+    parent = retail.episode()
+    parent.reset(task)
+    parent.step(ToolCall(tool=CLOSE, arguments={"reply": "Done."}))  # into request 2
+    child, untouched = parent.fork(), parent.fork()
+    start = untouched.state_hash()
+    assert child.state_hash() == parent.state_hash() == start
+    request = parent.current
+    assert request is not None and request.task.hidden.target
+    for ep in (parent, child):  # the same actions: the same state and verdict
+        _oracle_steps(ep)
+    assert child.state_hash() == parent.state_hash() != start
+    assert child.evaluate() == parent.evaluate()
+    assert untouched.state_hash() == start  # saw neither's writes
+    assert untouched.evaluate().item("request_2").score == 0.0
+    reply = {"reply": answer_text(request.task.hidden.answers)}
+    parent.step(ToolCall(tool=CLOSE, arguments=reply))  # the parent moves on to request 3
+    assert parent.current is not None and parent.current.number == 3
+    assert child.current is not None and child.current.number == 2
+    for ep in (untouched, child, parent):
+        ep.close()

@@ -9,8 +9,9 @@ the campaign's reward is the mean over its K requests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+import copy
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Self
 
 from envfactory.campaign.clock import (
     CLOSE_MINUTES,
@@ -109,6 +110,21 @@ class CampaignEpisode(ToolEpisode):
         for r in self.requests:
             r.episode.close()
 
+    def fork(self) -> Self:
+        """An independent live copy: the last request's database episode forked (its store
+        copy-on-write, its conversation and user copied), the clock, the events still to come
+        and the requests so far copied; closed requests are shared (they are judged and their
+        episodes closed)."""
+        if self.task is None:
+            raise EpisodeError("call reset(task) before fork()")
+        child = copy.copy(self)
+        child.requests = [replace(r) for r in self.requests]
+        if child.requests:
+            last = child.requests[-1]
+            last.episode = last.episode.fork()
+        child.pending, child.fired = list(self.pending), list(self.fired)
+        return child
+
     @property
     def current(self) -> Request | None:
         """The open request, or None."""
@@ -205,6 +221,7 @@ class CampaignEpisode(ToolEpisode):
         upcoming = self._open(self.env.world_at(state), happened)
         if upcoming is None:
             return self._finish(said)
+        request.episode.close()  # judged and dumped: the next request has a world of its own
         content = f"{said}\n{self.announce(upcoming)}"
         return Observation(
             kind="tool_result",
