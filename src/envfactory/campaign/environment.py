@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -22,12 +23,17 @@ from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import Split, Task
+from envfactory.db.criteria import Evidence
 from envfactory.db.environment import DatabaseEnvironment
+from envfactory.db.verifier import RuleChecker
 from envfactory.tasks.seeds import stable_hash
+from envfactory.verify.rubric import Rubric
 from envfactory.world.seed import generate
 from envfactory.world.state import hash_rows
+from envfactory.world.world import World
 
-WORLD_CACHE = 48  # sub-worlds (states) kept per campaign world
+WORLD_CACHE = 16  # worlds of states (task factories included, ~3 MB each) kept
+REQUEST_CACHE = 2048  # requests made (a task and its world's state, no factory) kept
 TRIES = 4  # task indices a request tries on a state before the campaign ends early
 DEFAULT_MAX_STEPS = 400  # an episode's step limit when no config is given
 
@@ -47,6 +53,20 @@ def campaign_info(base: EnvInfo, env_id: str) -> EnvInfo:
     )
 
 
+@dataclass
+class Setting:
+    """The world of one state as a request's database episode reads it (a
+    :class:`~envfactory.db.episode.DatabaseSetting`), without its task factory."""
+
+    id: str
+    world: World
+    rules: RuleChecker
+    rubric: Rubric[Evidence]
+
+
+Opening = tuple[Setting, Task] | None
+
+
 class CampaignEnvironment(Environment):
     """Campaigns over the database world ``base`` (any: built-in, synthesised, imported)."""
 
@@ -64,6 +84,7 @@ class CampaignEnvironment(Environment):
         )
         self.events = EventSource(self.spec, world.tables, pool)
         self._worlds: OrderedDict[int, DatabaseEnvironment] = OrderedDict()
+        self._requests: OrderedDict[tuple[Any, ...], Opening] = OrderedDict()
         self._base_key = hash_rows(world.base.rows)
         self._lock = threading.RLock()
         self._make = lru_cache(maxsize=1024)(self._task)
@@ -79,9 +100,34 @@ class CampaignEnvironment(Environment):
 
     # -- states and requests -----------------------------------------------------------------
 
-    def world_at(self, state: State) -> DatabaseEnvironment:
-        """The underlying world whose initial state is ``state`` (built once per state)."""
-        key = hash_rows(state)
+    def opening(
+        self, state: State | None, split: Split, difficulty: int, index: int, number: int
+    ) -> Opening:
+        """Request ``number`` of campaign (split, difficulty, index) on ``state`` (None: the
+        world's initial state) and the world it runs on; None when the state offers none.
+        Made once per state and address, and kept (the states an oracle or a replay reaches
+        come back)."""
+        at = self._base_key if state is None else hash_rows(state)
+        key = (at, split, difficulty, index, number)
+        with self._lock:
+            if key in self._requests:
+                self._requests.move_to_end(key)
+                return self._requests[key]
+        world = self.base if state is None else self.world_at(key[0], state)
+        task = self.request(world, split, difficulty, index, number)
+        made = (
+            None
+            if task is None
+            else (Setting(world.id, world.world, world.rules, world.rubric), task)
+        )
+        with self._lock:
+            self._requests[key] = made
+            while len(self._requests) > REQUEST_CACHE:
+                self._requests.popitem(last=False)
+        return made
+
+    def world_at(self, key: int, state: State) -> DatabaseEnvironment:
+        """The underlying world whose initial state is ``state`` (``key``: its hash)."""
         if key == self._base_key:
             return self.base
         with self._lock:
@@ -90,9 +136,7 @@ class CampaignEnvironment(Environment):
                 self._worlds.move_to_end(key)
                 return found
         tables = self.base.world.tables
-        rows = {
-            name: [tables[name].to_row(v) for v in by_id.values()] for name, by_id in state.items()
-        }
+        rows = {n: [tables[n].to_row(v) for v in by_id.values()] for n, by_id in state.items()}
         world = self.base.world
         built = DatabaseEnvironment(self.spec, seed=world.seed, scale=world.scale, rows=rows)
         with self._lock:

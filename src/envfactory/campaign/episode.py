@@ -20,7 +20,7 @@ from envfactory.campaign.clock import (
     time_of_day,
     tool_minutes,
 )
-from envfactory.campaign.events import Event, schedule
+from envfactory.campaign.events import Event, State, schedule
 from envfactory.campaign.tool import CLOSE
 from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
@@ -29,7 +29,6 @@ from envfactory.contract.errors import EpisodeError
 from envfactory.contract.results import ToolError
 from envfactory.contract.tasks import Split, Task
 from envfactory.contract.verdict import RubricItem, Verdict, combine
-from envfactory.db.environment import DatabaseEnvironment
 from envfactory.db.episode import DatabaseEpisode
 from envfactory.tasks.seeds import stable_hash
 from envfactory.world.state import hex_hash
@@ -104,7 +103,7 @@ class CampaignEpisode(ToolEpisode):
         self.clock, self.steps = 0, 0
         self.done, self.status = False, "truncated"
         self.task = None
-        return self._open(self.env.base)
+        return self._open(None)
 
     def close(self) -> None:
         for r in self.requests:
@@ -131,21 +130,22 @@ class CampaignEpisode(ToolEpisode):
         last = self.requests[-1] if self.requests else None
         return last if last is not None and last.closed is None else None
 
-    def _open(self, world: DatabaseEnvironment, events: list[str] | None = None) -> Request | None:
+    def _open(self, state: State | None, events: list[str] | None = None) -> Request | None:
         split, difficulty, index = self._address
         level = self.env.level(difficulty)
         number = len(self.requests) + 1
         if number > level.tasks:
             return None
-        task = self.env.request(world, split, difficulty, index, number)
-        if task is None:
+        opening = self.env.opening(state, split, difficulty, index, number)
+        if opening is None:
             return None
-        sub = world.episode(self.sub_config)
+        setting, task = opening
+        sub = DatabaseEpisode(setting, self.sub_config)
         sub.reset(task)
         due = (
             None
             if level.slack is None
-            else self.clock + budget(plan_minutes(task, world), level.slack)
+            else self.clock + budget(plan_minutes(task, setting.world.write_tools), level.slack)
         )
         request = Request(number, task, sub, self.clock, due, self.steps, events or [])
         self.requests.append(request)
@@ -218,7 +218,7 @@ class CampaignEpisode(ToolEpisode):
                 stamp = time_of_day(event.at)
                 self.fired.append((event.at, what))
                 happened.append(f"{stamp} {what}")
-        upcoming = self._open(self.env.world_at(state), happened)
+        upcoming = self._open(state, happened)
         if upcoming is None:
             return self._finish(said)
         request.episode.close()  # judged and dumped: the next request has a world of its own
@@ -311,9 +311,8 @@ def reason(request: Request, reward: float) -> str:
     return f"{request.task.task_id}: reward {reward:.3f}, {steps}, {times}"
 
 
-def plan_minutes(task: Task, world: DatabaseEnvironment) -> int:
+def plan_minutes(task: Task, writes: frozenset[str]) -> int:
     """The minutes a request's gold plan takes: its calls and its questions to the user."""
-    writes = world.world.write_tools
     calls = sum(tool_minutes(step.tool in writes) for step in task.hidden.gold_plan)
     return calls + MESSAGE_MINUTES * len(task.hidden.asks)
 
