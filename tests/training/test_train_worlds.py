@@ -22,7 +22,7 @@ from envfactory.training.grpo_cpu import (
     run,
     save_model,
 )
-from envfactory.training.judge import judge
+from envfactory.training.judge import NotJudgeable, judge, judged_level
 
 pytestmark = pytest.mark.integrations
 
@@ -45,7 +45,7 @@ def settings(steps: int, stop_after: int | None = None) -> TrainSettings:
     the optimizer's or the schedule's state would end elsewhere."""
     return TrainSettings(
         worlds=["hotel", "retail"],
-        eval_worlds=["airline"],
+        eval_worlds=["airline", "banking"],
         steps=steps,
         prompts_per_step=2,
         group_size=2,
@@ -80,21 +80,27 @@ def test_a_trained_on_world_is_refused_as_an_evaluation_world(tmp_path: Path) ->
     assert "retail: trained on and also an evaluation world" in " ".join(done.stderr.split())
     assert "airline" not in done.stderr.split(":")[0]
     assert not list(tmp_path.iterdir())  # refused before anything ran
+    assert judged_level("hotel", 0) == 0 and judged_level("tau2-retail", 0) == 1  # its first
+    with pytest.raises(NotJudgeable, match="no level 9"):
+        judged_level("hotel", 9)
     with pytest.raises(NothingToResume, match="no checkpoint"):
         run(settings(1), tmp_path, save=tmp_path / "none", resume=True)
 
 
 def test_results_hold_the_transfer_contract(straight: tuple[Path, dict[str, Any]]) -> None:
     _, result = straight
-    assert result["train_worlds"] == ["hotel", "retail"] and result["eval_worlds"] == ["airline"]
+    assert result["train_worlds"] == ["hotel", "retail"]
+    assert result["eval_worlds"] == ["airline", "banking"]
     assert result["in_domain"] is False and result["model"] == "tiny-qwen2"
     for key in ("before", "after"):
         held = result[key]
-        assert held["split"] == "test" and held["tasks"] == 2
+        assert held["split"] == "test" and held["tasks"] == 4  # pooled: 2 tasks a world
         low, high = held["ci95"]
         assert 0 <= low <= held["success"] <= high <= 1
-    assert set(result["per_world"]) == {"airline"}
-    assert result["per_world"]["airline"]["after"]["tasks"] == 2
+    assert set(result["per_world"]) == {"airline", "banking"}
+    for world in result["per_world"].values():
+        assert world["after"]["tasks"] == world["before"]["tasks"] == 2
+        assert world["after"]["difficulty"] == 0
     assert len(result["curve"]) == 2 and sum(result["drawn"].values()) == 4  # 2 steps x 2 tasks
     assert set(result["drawn"]) <= {"hotel/0", "retail/0"}
 

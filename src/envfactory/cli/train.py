@@ -55,6 +55,13 @@ def train(
     checkpoint_every: int = typer.Option(
         1, "--checkpoint-every", min=1, help="With --save: steps between checkpoints."
     ),
+    stop_after: int | None = typer.Option(
+        None,
+        "--stop-after",
+        min=1,
+        help="With --save: stop after this step, checkpointed (a long run in parts: --resume "
+        "goes on).",
+    ),
     steps: int = typer.Option(8, "--steps", min=1, help="GRPO steps."),
     prompts_per_step: int = typer.Option(6, "--prompts-per-step", min=1, help="Tasks a step."),
     group_size: int = typer.Option(4, "--group-size", min=2, help="Episodes per task."),
@@ -77,12 +84,15 @@ def train(
         None, "--model", help="A model folder or .gguf file (default: the embedded model)."
     ),
     out: Path = typer.Option(Path("docs/results"), "--out", help="Where results are written."),
+    name: str = typer.Option(
+        "train-grpo-cpu", "--name", help="The results' file name in OUT (NAME.json, NAME.png)."
+    ),
     json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
 ) -> None:
     """Train the embedded model (or --model) with GRPO (TRL, through envfactory's rollout
     function) on the train tasks of worlds the curriculum draws; measure greedy test success
     on the evaluation worlds before and after, per world and pooled, with 95% intervals.
-    Writes OUT/train-grpo-cpu.json and OUT/train-grpo-cpu.png."""
+    Writes OUT/NAME.json and OUT/NAME.png."""
     try:
         from envfactory.training.grpo_cpu import TrainSettings, check_disjoint, idle_cores, run
     except ImportError as exc:
@@ -98,8 +108,8 @@ def train(
         raise fail(str(exc)) from None
     except ValueError:
         raise fail(f"--levels {levels!r}: give comma-separated whole numbers") from None
-    if resume and save is None:
-        raise fail("--resume continues a run saved with --save DIR: give DIR")
+    if (resume or stop_after) and save is None:
+        raise fail("--resume and --stop-after need --save DIR (where the checkpoints are)")
     idle = idle_cores()
     settings = TrainSettings(
         worlds=trained,
@@ -107,6 +117,7 @@ def train(
         difficulty=difficulty,
         levels=climbs,
         checkpoint_every=checkpoint_every,
+        stop_after=stop_after,
         steps=steps,
         prompts_per_step=prompts_per_step,
         group_size=group_size,
@@ -127,13 +138,16 @@ def train(
         err_console.print(f"torch threads: {idle}, the cores idle of {cores}")
     try:
         with contextlib.redirect_stdout(sys.stderr):  # the trainer prints its logs
-            result = run(settings, out, model, save, resume)
+            result = run(settings, out, model, save, resume, name)
     except ImportError as exc:
         raise fail(f"train needs the integrations extra (make setup): {exc}") from None
     except EnvFactoryError as exc:
         raise fail(str(exc)) from None
     if json:
         print(json_lib.dumps(result))
+        return
+    if "stopped_at" in result:
+        console.print(f"stopped after step {result['stopped_at']}; --resume --save {save} goes on")
         return
     for key in ("before", "after"):
         h = result[key]
@@ -144,6 +158,6 @@ def train(
     for name, pair in result["per_world"].items():
         a, b = pair["before"], pair["after"]
         console.print(f"  {name}: {a['success']:.2f} -> {b['success']:.2f} ({b['tasks']} tasks)")
-    console.print(f"{result['minutes']} min; results in {out}/train-grpo-cpu.json and .png")
+    console.print(f"{result['minutes']} min; results in {out}/{name}.json and .png")
     if result["saved"]:
         console.print(f"model saved in {result['saved']} (--model {result['saved']})")

@@ -38,7 +38,7 @@ from envfactory.training.drawn import (
     slot_rows,
     stop_at,
 )
-from envfactory.training.judge import Judged, check_judgeable, judge
+from envfactory.training.judge import Judged, judge, judged_level
 from envfactory.training.sft import demonstrations, warm_start
 
 HARNESS = HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=2)
@@ -272,8 +272,9 @@ def run(
     model_path: str | None = None,
     save: Path | None = None,
     resume: bool = False,
+    name: str = "train-grpo-cpu",
 ) -> dict[str, Any]:
-    """Judge, train, judge; writes ``train-grpo-cpu.json`` and its curve into ``out``, and with
+    """Judge, train, judge; writes ``{name}.json`` and its curve ``{name}.png`` into ``out``; with
     ``save`` the trained model (a folder ``--model`` loads) and its checkpoints. ``resume``
     continues the run saved in ``save`` from its latest checkpoint, with that run's settings
     and model. A run stopped by ``stop_after`` returns ``stopped_at`` and judges nothing."""
@@ -288,7 +289,8 @@ def run(
         checkpoint, start, s = resumed(save, s)
         model_path = start["model_path"]
     check_disjoint(s.worlds, s.eval_worlds)
-    check_judgeable(s.judged, s.difficulty)
+    for world in s.judged:
+        judged_level(world, s.difficulty)  # refused before anything loads
     torch.manual_seed(s.seed)
     local = load(model_path)
     torch.set_num_threads(s.threads)
@@ -338,8 +340,8 @@ def run(
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "train-grpo-cpu.json").write_text(json.dumps(result, indent=2) + "\n")
-    plot_run(result, str(out / "train-grpo-cpu.png"))
+    (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    plot_run(result, str(out / f"{name}.png"))
     return result
 
 

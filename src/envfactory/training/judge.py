@@ -23,6 +23,7 @@ class Held(BaseModel):
     """Success on held-out tasks, as the contract names it."""
 
     split: str
+    difficulty: int | None = None  # the level (a world's own; None when pooled over worlds)
     tasks: int
     success: float
     ci95: tuple[float, float]
@@ -58,32 +59,36 @@ def pooled(cells: Sequence[CalibrationCell], split: str = "test") -> Held:
     )
 
 
-def check_judgeable(worlds: Sequence[str], difficulty: int) -> None:
-    """Raise :class:`NotJudgeable` unless every world has the level ``difficulty``."""
-    missing = [w for w in worlds if difficulty not in make(w).difficulties]
-    if missing:
-        raise NotJudgeable(f"no level {difficulty} to judge in {', '.join(missing)}")
+def judged_level(world: str, difficulty: int) -> int:
+    """The level ``world`` is judged at: ``difficulty``, or its lowest level above it where it
+    has no such level (tau2-retail starts at 1); :class:`NotJudgeable` where it has none."""
+    above = [d for d in make(world).difficulties if d >= difficulty]
+    if not above:
+        raise NotJudgeable(f"{world} has no level {difficulty} or above to judge")
+    return min(above)
 
 
 def judge(
     policy: Any, worlds: Sequence[str], tasks: int, difficulty: int, harness: HarnessConfig
 ) -> Judged:
     """Greedy success of ``policy`` (a rollout policy) on the first ``tasks`` test tasks of
-    each world at ``difficulty`` (fewer where a world has fewer), under ``harness``."""
+    each world at its :func:`judged_level` (fewer where a world has fewer), under ``harness``."""
     from rich.console import Console
     from rich.progress import Progress
 
-    check_judgeable(worlds, difficulty)
+    levels = {w: judged_level(w, difficulty) for w in worlds}
+    cells: list[CalibrationCell] = []
     with Progress(console=Console(stderr=True), transient=True) as bar:
         job = bar.add_task("test tasks", total=tasks * len(worlds))
-        cells = calibrate(
-            policy,
-            list(worlds),
-            tasks,
-            [difficulty],
-            split="test",
-            harness=harness,
-            on_episode=lambda _: bar.advance(job),
-            fit_plan=False,  # judged under the harness it trains under
-        )
+        for world, level in levels.items():
+            cells += calibrate(
+                policy,
+                [world],
+                tasks,
+                [level],
+                split="test",
+                harness=harness,
+                on_episode=lambda _: bar.advance(job),
+                fit_plan=False,  # judged under the harness it trains under
+            )
     return Judged(pooled=pooled(cells), per_world={c.env: held(c) for c in cells})
