@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import envfactory
-from envfactory.campaign import CampaignEnvironment, campaign
+from envfactory.campaign.environment import CampaignEnvironment, campaign
 from envfactory.campaign.episode import CampaignEpisode
 from envfactory.campaign.tool import CLOSE
 from envfactory.contract.actions import Message, ToolCall
