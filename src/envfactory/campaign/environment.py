@@ -72,6 +72,8 @@ class CampaignEnvironment(Environment):
 
     kind = "campaign"
     blocking = False
+    #: the audit's diversity sample (each task is a whole campaign played by the oracle)
+    audit_diversity = 120
 
     def __init__(self, base: DatabaseEnvironment, env_id: str | None = None) -> None:
         self.base = base
