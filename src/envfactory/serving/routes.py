@@ -22,6 +22,7 @@ from envfactory.serving.engine import Engine
 from envfactory.serving.errors import BadRequest
 from envfactory.serving.models import (
     Closed,
+    ErrorOut,
     Forked,
     OpenBody,
     Opened,
@@ -106,7 +107,12 @@ def envfactory_router(engine: Engine) -> APIRouter:
             status=outcome.verdict.status if outcome.verdict else None,
         )
 
-    @r.post("/sessions/{sid}/fork", response_model=Forked, status_code=201)
+    @r.post(
+        "/sessions/{sid}/fork",
+        response_model=Forked,
+        status_code=201,
+        responses={501: {"model": ErrorOut, "description": "this kind of world cannot fork"}},
+    )
     async def fork(sid: str) -> Forked:
         """A new session with an independent copy of this one's live episode; 501
         (``fork_unsupported``) for a kind of world that cannot fork."""
