@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import envfactory
@@ -71,3 +76,18 @@ def test_a_world_that_cannot_fork_is_refused_once_per_group() -> None:
     errors = " ".join(engine.stats.errors)
     assert "ForkUnsupported" in errors and "TerminalEpisode cannot be forked" in errors
     assert "single-agent world that can fork" in errors
+
+
+def test_the_rollout_command_takes_prefix_steps(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "envfactory", "rollout", "--envs", "retail", "--policy", "oracle",
+         "--n-tasks", "2", "--difficulties", "3", "--group-size", "2", "--prefix-steps", "2",
+         "--out", str(out), "--json"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["episodes"] == 4 and summary["reward_mean"] == 1.0
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert [r["metrics"]["prefix_steps"] for r in records] == [2.0] * 4

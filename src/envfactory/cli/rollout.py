@@ -130,6 +130,13 @@ def rollout(
     n_tasks: int = typer.Option(10, "--n-tasks", min=1, help="Tasks per environment."),
     group_size: int = typer.Option(1, "--group-size", min=1, help="Episodes kept per task."),
     oversample: int = typer.Option(0, "--oversample", min=0, help="Extra episodes per group."),
+    prefix_steps: int = typer.Option(
+        0,
+        "--prefix-steps",
+        min=0,
+        help="Play each task's first N oracle actions once and fork that episode for every "
+        "sample of its group (worlds that can fork).",
+    ),
     concurrency: int = typer.Option(64, "--concurrency", min=1, help="Live episodes at once."),
     policy: str = typer.Option(
         "oracle",
@@ -257,6 +264,7 @@ def rollout(
     config = EngineConfig(
         group_size=group_size,
         oversample=oversample,
+        prefix_steps=prefix_steps,
         concurrency=concurrency,
         call_timeout_s=call_timeout,
         episode_timeout_s=episode_timeout,
