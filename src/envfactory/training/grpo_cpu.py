@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from envfactory.contract.errors import EnvFactoryError
 from envfactory.harness.config import HarnessConfig
 from envfactory.registry import make
+from envfactory.registry.sources import LIBRARY_ENV, resolve_all
 from envfactory.rollout.types import EngineConfig, TaskRef
 from envfactory.training.drawn import (
     CurriculumRollout,
@@ -255,6 +256,7 @@ def resumed(save: Path | None, s: TrainSettings) -> tuple[Path, dict[str, Any], 
     if checkpoint is None or not (save / RUN_FILE).is_file():
         raise NothingToResume(f"no checkpoint in {save / CHECKPOINTS} to resume from")
     start = json.loads((save / RUN_FILE).read_text())
+    resolve_all(start["library"])  # the worlds the run loaded from files, registered again
     kept = TrainSettings.model_validate(start["settings"])
     now = {"steps": s.steps, "threads": s.threads, "stop_after": s.stop_after}
     return checkpoint, start, kept.model_copy(update=now)
@@ -297,7 +299,8 @@ def run(
     model, tokenizer = copy.deepcopy(local.model), local.tokenizer  # the loaded one stays as is
     started = time.perf_counter()
     if start is None:
-        start = {"settings": s.model_dump(), "model_path": model_path}
+        library = [p for p in os.environ.get(LIBRARY_ENV, "").split(os.pathsep) if p]
+        start = {"settings": s.model_dump(), "model_path": model_path, "library": library}
         start |= begin(s, model, tokenizer, local.stop_ids)
         if save is not None:
             save.mkdir(parents=True, exist_ok=True)
