@@ -2,15 +2,17 @@
 
 The fork is timed on a live episode in the middle of a task (the oracle's actions on the
 longest plan but the final reply, its writes made), ``n`` times; each fork is closed untimed,
-as a rollout closes its episodes. Beside it: a fork followed by a query that makes SQLite see
-the fork's rows (the work a fork defers), and a copy of the whole database (serialise,
-deserialise), the naive fork. ``forks_identical`` is checked on every task and every split
-point of its oracle run: a fork and its parent given the same actions reach the same state
-hash (the incremental one and a full canonical hash of every row) and the same verdict, equal
-to an episode never forked (forked with the parent's writes pending in Python, and after they
-reached SQLite); given different actions (one finishes the task, the other stops), each
-reaches the state of an unforked episode that took its actions alone: neither sees the
-other's writes.
+as a rollout closes its episodes. Beside it: forks held live at once with no idle connection
+to reuse (each opens one and reads the snapshot); a fork followed by a query that makes
+SQLite see the fork's rows (the work a fork defers); and a usable copy of the whole database
+(serialised, deserialised, its schema read), the naive fork.
+
+``forks_identical`` is checked on every task and every split point of its oracle run: a fork
+and its parent given the same actions reach the same state hash (the incremental one and a
+full canonical hash of every row) and the same verdict, equal to an episode never forked
+(forked with the parent's writes pending in Python, and after they reached SQLite); given
+different actions (one finishes the task, the other stops), each reaches the state of an
+unforked episode that took its actions alone: neither sees the other's writes.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class ForkBench(BaseModel):
     fork_us_p50: float
     fork_us_p90: float
     fork_then_query_us_p50: float
+    cold_fork_us_p50: float
     sqlite_copy_us_p50: float
     touched_rows: int
     forks_identical: bool
@@ -121,13 +124,30 @@ def check_forks(env: DatabaseEnvironment, task: Task) -> tuple[int, list[str]]:
 
 
 def _copy_whole(conn: sqlite3.Connection) -> float:
-    """One naive fork: the whole database serialised and deserialised into a new connection."""
+    """One naive fork: the whole database serialised and deserialised into a new connection,
+    and its schema read (as a store's first query would)."""
     t0 = time.perf_counter()
     twin = sqlite3.connect(":memory:")
     twin.deserialize(conn.serialize())
+    twin.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
     elapsed = time.perf_counter() - t0
     twin.close()
     return elapsed
+
+
+def _cold_forks(parent: DatabaseEpisode, m: int) -> list[float]:
+    """``m`` forks held live at once with no idle connection to reuse: each opens its own."""
+    idle = parent.store.base.idle
+    while idle:
+        idle.pop().close()
+    held, times = [], []
+    for _ in range(m):
+        t0 = time.perf_counter()
+        held.append(parent.fork())
+        times.append(time.perf_counter() - t0)
+    for child in held:
+        child.close()
+    return times
 
 
 def bench_fork(env_id: str = "retail", n: int = 2000, tasks: int = 6) -> ForkBench:
@@ -162,6 +182,7 @@ def bench_fork(env_id: str = "retail", n: int = 2000, tasks: int = 6) -> ForkBen
         synced.append(time.perf_counter() - t0)
         child.close()
         copies.append(_copy_whole(parent.store.conn))
+    cold = _cold_forks(parent, max(1, n // 10))
     parent.close()
     return ForkBench(
         env=env_id,
@@ -169,6 +190,7 @@ def bench_fork(env_id: str = "retail", n: int = 2000, tasks: int = 6) -> ForkBen
         fork_us_p50=_us(forks),
         fork_us_p90=round(quantiles(forks, n=10)[-1] * 1e6, 2),
         fork_then_query_us_p50=_us(synced),
+        cold_fork_us_p50=_us(cold),
         sqlite_copy_us_p50=_us(copies),
         touched_rows=touched,
         forks_identical=checks > 0 and not failures,
