@@ -101,8 +101,9 @@ def test_results_hold_the_transfer_contract(straight: tuple[Path, dict[str, Any]
     for world in result["per_world"].values():
         assert world["after"]["tasks"] == world["before"]["tasks"] == 2
         assert world["after"]["difficulty"] == 0
-    assert len(result["curve"]) == 2 and sum(result["drawn"].values()) == 4  # 2 steps x 2 tasks
-    assert set(result["drawn"]) <= {"hotel/0", "retail/0"}
+    assert len(result["curve"]) == 2
+    assert sum(result["episodes"].values()) == 8  # 2 steps x 2 tasks x 2 episodes
+    assert set(result["episodes"]) <= {"hotel/0", "retail/0"}
 
 
 def test_save_round_trips_a_model_with_the_same_greedy_tokens(tmp_path: Path, tiny: Path) -> None:
@@ -182,6 +183,7 @@ def test_a_stopped_run_resumes_from_its_checkpoint(
     ours, theirs = (curriculum_at(f / CHECKPOINTS / "checkpoint-2") for f in (save, folder))
     assert ours.draws == theirs.draws == 4
     assert ours.state() == theirs.state()
+    assert second["episodes"] == whole["episodes"]  # counted over both parts
     import torch
 
     for (name, p), q in zip(weights(save).items(), weights(folder).values(), strict=True):

@@ -58,14 +58,12 @@ def curriculum_at(checkpoint: Path) -> Curriculum:
 
 class CurriculumRollout:
     """A ``rollout_func``: the placeholders of a batch become curriculum-drawn **train** tasks
-    of ``worlds``, played by ``inner``; their episodes are counted back into the curriculum.
-    ``drawn`` lists the tasks drawn, batch by batch."""
+    of ``worlds``, played by ``inner``; their episodes are counted back into the curriculum."""
 
     def __init__(self, inner: EnvfactoryRollout, curriculum: Curriculum, worlds: list[str]):
         self.inner = inner
         self.curriculum = curriculum
         self.worlds = worlds
-        self.drawn: list[list[str]] = []
 
     def draw(self) -> TaskRef:
         """The next train task: a world by learnability, a level of its frontier window."""
@@ -80,7 +78,6 @@ class CurriculumRollout:
         for slot in slots:  # in order of first appearance: the same draws on every run
             if slot not in tasks:
                 tasks[slot] = self.draw()
-        self.drawn.append([ref.task_id for ref in tasks.values()])
         seen = len(self.inner.records)
         out = self.inner([_row(tasks[slot].task_id) for slot in slots], trainer)
         for rec in self.inner.records[seen:]:

@@ -17,7 +17,6 @@ import os
 import random
 import tempfile
 import time
-from collections import Counter
 from itertools import zip_longest
 from pathlib import Path
 from statistics import fmean
@@ -147,7 +146,7 @@ class Trained(BaseModel):
 
     curve: list[float]
     step: int  # the step it stopped at (``steps`` unless ``stop_after`` came first)
-    drawn: dict[str, int]  # tasks drawn per "world/level"
+    episodes: dict[str, int]  # episodes counted per "world/level" (the whole run's)
     frontier: dict[str, int]  # each trained world's frontier level at the end
 
 
@@ -216,14 +215,12 @@ def grpo(
     )
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     key = "rewards/verdict_reward/mean"
-    drawn = Counter(
-        task.rsplit("/", 1)[0].replace("/train/", "/") for b in rollout.drawn for task in b
-    )
+    state = curriculum.state()
     return Trained(
         curve=[float(h[key]) for h in trainer.state.log_history if key in h],
         step=trainer.state.global_step,
-        drawn=dict(sorted(drawn.items())),
-        frontier={e.env_id: e.frontier for e in curriculum.state()},
+        episodes={f"{e.env_id}/{lv.difficulty}": lv.episodes for e in state for lv in e.by_level},
+        frontier={e.env_id: e.frontier for e in state},
     )
 
 
@@ -334,7 +331,7 @@ def run(
         "separated": after.pooled.ci95[0] > before.pooled.ci95[1],
         **start["warm"],
         "curve": [round(r, 4) for r in trained.curve],
-        "drawn": trained.drawn,
+        "episodes": trained.episodes,
         "frontier": trained.frontier,
         "saved": str(save) if save else None,
         "resumed_from": checkpoint.name if checkpoint else None,
