@@ -93,6 +93,22 @@ def test_writes_stay_on_their_side_through_sqlite(retail: Environment) -> None:
     fork.close()
 
 
+def test_a_store_written_with_a_key_that_is_not_text_forks_whole(retail: Environment) -> None:
+    """A write whose key is not text may have hit any row (SQLite compares 5 with "5"): the
+    fork then copies every row that differs from the base, read from SQLite."""
+    store = retail.world.new_store()
+    store.set_fields("customers", "CUS-00001", {"phone": "555-0001"})
+    store.delete("customers", 5)  # an int key, as a careless tool might pass
+    store.delete("customers", "CUS-00002")
+    fork = store.fork()
+    assert fork.dump() == store.dump() and fork.state_hash() == store.state_hash()
+    fork.set_fields("customers", "CUS-00003", {"phone": "555-0003"})
+    assert store.get("customers", "CUS-00003") != fork.get("customers", "CUS-00003")
+    assert fork.get("customers", "CUS-00001") == store.get("customers", "CUS-00001")
+    store.close()
+    fork.close()
+
+
 def test_fork_before_reset_is_refused(retail: Environment) -> None:
     with pytest.raises(EpisodeError, match="reset"):
         retail.episode().fork()
