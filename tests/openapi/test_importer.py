@@ -186,6 +186,42 @@ def test_reference_and_code_properties_are_relations() -> None:
     assert "customerCode" not in d["entities"]["customers"]["fields"]
 
 
+def test_actions_on_a_payment_link_to_it() -> None:
+    """Adyen's ``/capture`` and ``/refund`` create rows, but each names the payment it acts
+    on by ``originalReference`` (the ``pspReference`` that ``/authorise`` answers with): those
+    rows link to payments, so held-out tasks act on payments that exist, one hop each."""
+    d = domain("payments-modifications.yaml")
+    for key in ("captures", "refunds"):
+        assert d["entities"][key]["fields"]["originalReference"]["ref"] == "authorises"
+    levels = {g["id"]: g["level"] for g in d["goals"]}
+    assert levels["create_captures"] == levels["create_refunds"] == 1
+    env = world("payments-modifications.yaml")
+    for diff in env.difficulties:
+        task = env.task("test", diff, 0)
+        assert "authorise ATH-" in task.public.instruction
+        assert run_episode(env, task, Oracle(), env.episode()).reward == 1.0
+
+
+def test_short_strings_are_digits() -> None:
+    """A string of at most four characters with no known shape (an expiry month) is drawn
+    as digits, so the values a task sets fit the API's ``maxLength``."""
+    fields = domain("payments-modifications.yaml")["entities"]["authorises"]["fields"]
+    assert fields["expiryMonth"]["pattern"] == "##"
+    assert fields["merchantAccount"]["faker"] == "word"
+
+
+def test_combined_number_of_two_rows() -> None:
+    """A two-read question: the sum of a number over two rows, each read by its id."""
+    env = world("clinic-oas3.yaml")
+    goal = next(g for g in domain("clinic-oas3.yaml")["goals"] if g["id"] == "sum_pets_weightkg")
+    assert goal["level"] == 2 and len(goal["plan"]) == 2
+    tasks = [env.task("train", 2, i) for i in range(40)]
+    asked = [t for t in tasks if "combined weight kg" in t.public.instruction]
+    assert asked
+    for task in asked[:3]:
+        assert run_episode(env, task, Oracle(), env.episode()).reward == 1.0
+
+
 def test_read_only_world_asks_questions() -> None:
     """Two reads and nothing to write: a world whose tasks are questions the reads answer."""
     d = domain("airlines-read-only.yaml")

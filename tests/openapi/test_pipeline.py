@@ -22,7 +22,7 @@ from envfactory.registry.worldfile import FORMAT, load_world
 
 PASSING = {"clinic-oas3.yaml", "shop-swagger2.json", "queues-rpc.json", "notes-google.json"}
 PASSING |= {"vaults-azure.json", "accounts-rpc-post.json", "airlines-read-only.yaml"}
-PASSING |= {"permits-reference.yaml"}
+PASSING |= {"permits-reference.yaml", "payments-modifications.yaml"}
 SKIPPED = {
     "malformed.yaml": "malformed",
     "not-an-api.json": "malformed",

@@ -17,7 +17,7 @@ from envfactory.openapi.actions import action, children
 from envfactory.openapi.document import Document, load_document
 from envfactory.openapi.entities import build_model
 from envfactory.openapi.goals import GoalBuilder, build_goals, one_page
-from envfactory.openapi.model import Entity, Model, NoWorld
+from envfactory.openapi.model import ROW_BUDGET, UNLISTED_COUNT, Entity, Model, NoWorld
 from envfactory.openapi.names import article, words, world_id
 from envfactory.openapi.resources import build_graph
 
@@ -57,6 +57,7 @@ def domain_data(doc: Document, env_id: str) -> dict[str, Any]:
         )
     _prune(model, goals)
     used = _used_tools(model, goals)
+    _widen(model, used)
     actions = [action(t, model) for t in model.tools if t.name in used]
     return {
         "id": env_id,
@@ -215,6 +216,18 @@ def _prune(model: Model, goals: list[dict[str, Any]]) -> None:
         keep.add(key)
         todo += [f.ref for f in model.entities[key].fields.values() if f.ref]
     model.entities = {k: e for k, e in model.entities.items() if k in keep}
+
+
+def _widen(model: Model, used: set[str]) -> None:
+    """More rows for a top-level entity that no exposed list shows (up to UNLISTED_COUNT,
+    within the world's row budget): the usual cap keeps every row on one page of a list, and
+    without one, held-out tasks get more rows of their own (a one-resource world's validation
+    split holds about a tenth of its rows)."""
+    share = ROW_BUDGET // max(1, len(model.entities))
+    for e in model.entities.values():
+        listing = e.tools.get("list")
+        if e.parent is None and (listing is None or listing.name not in used):
+            e.count = max(e.count, min(UNLISTED_COUNT, share))
 
 
 def _used_tools(model: Model, goals: list[dict[str, Any]]) -> set[str]:

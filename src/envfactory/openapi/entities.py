@@ -14,6 +14,7 @@ from envfactory.openapi.model import (
     MAX_RESOURCES,
     NAMING_FLAT,
     PER_PARENT,
+    REF_SUFFIXES,
     ROW_BUDGET,
     TOP_COUNT,
     Entity,
@@ -22,14 +23,12 @@ from envfactory.openapi.model import (
     NoWorld,
     Tool,
     flat,
+    original,
 )
 from envfactory.openapi.names import human, id_prefix, identifier, plural, words
 from envfactory.openapi.resources import Graph, Resource
-from envfactory.openapi.schema import Prop
+from envfactory.openapi.schema import Prop, scalar_props
 from envfactory.openapi.tools import ToolBuilder
-
-# How a property holding a row's id ends.
-REF_SUFFIXES = ("id", "code", "reference")
 
 
 def _id_like(res: Resource) -> set[str]:
@@ -98,7 +97,7 @@ def build_model(doc: Document, graph: Graph, world: str) -> Model:
         raise NoWorld("unsupported_construct", "; ".join(sorted(doc.dropped))[:400])
     if not picked:
         raise NoWorld("no_resources", _nothing_modelled(graph))
-    builder = _EntityBuilder(graph)
+    builder = _EntityBuilder(graph, _origin(picked, doc))
     builder.name_entities(picked)
     for r in picked:
         builder.entity(r)
@@ -191,11 +190,31 @@ def _size(entities: dict[str, Entity]) -> None:
             e.count = top
 
 
+def _origin(picked: list[Resource], doc: Document) -> str | None:
+    """The resource whose rows ``original...`` properties name, when actions on rows are
+    modelled as creates (Adyen's ``/capture`` and ``/refund`` take the ``originalReference``
+    of a payment made by ``/authorise``): a resource created with no ``original...`` of its
+    own whose create answers with a reference (``pspReference``); the shortest noun of those
+    when several (``authorise`` before ``authorise3d``)."""
+    if not any(original(p.name) for r in picked for p in r.props):
+        return None
+    found = []
+    for r in picked:
+        create = r.endpoints.get("create")
+        if create is None or create.op.response is None or any(original(p.name) for p in r.props):
+            continue
+        answer = scalar_props(create.op.response, doc.resolver)
+        if any(words(p.name)[-1:] == ["reference"] for p in answer):
+            found.append(r.noun)
+    return min(found, key=lambda n: (len(n), n)) if found else None
+
+
 class _EntityBuilder:
     """Entities from resources: names first (references may point forward), then fields."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, origin: str | None = None) -> None:
         self.graph = graph
+        self.origin = origin
         self.entities: dict[str, Entity] = {}
         self.by_noun: dict[str, str] = {}
         self.tables: set[str] = set()
@@ -253,11 +272,12 @@ class _EntityBuilder:
 
     def _ref_of(self, p: Prop, r: Resource) -> str | None:
         """A property that holds another entity's id: ``customerId`` -> customers,
-        ``recurringDetailReference`` -> recurring details."""
+        ``recurringDetailReference`` -> recurring details, ``originalReference`` -> the
+        origin (see :func:`_origin`)."""
         ws = words(p.name)
         if p.type != "string" or len(ws) < 2 or ws[-1] not in REF_SUFFIXES:
             return None
-        noun = "_".join(ws[:-1])
+        noun = self.origin if original(p.name) and self.origin else "_".join(ws[:-1])
         if noun == r.noun or noun not in self.by_noun or self._reaches(noun, r.noun):
             return None  # no self-references, no cycles: rows are generated parents first
         self.links[r.noun].add(noun)

@@ -244,6 +244,10 @@ def _example_pattern(example: str) -> str | None:
     return re.sub(r"\d", "#", example.replace("#", "").replace("?", ""))
 
 
+# The longest string with no known shape that is drawn as digits: a word would not fit.
+SHORT = 4
+
+
 def date_time_expr(offset: int = 0) -> str:
     """An ISO date-time in the past two years, spread by the row's index."""
     return (
@@ -281,6 +285,8 @@ def generator(p: Prop, noun: str) -> dict[str, Any]:
             return {"pattern": pattern}
         if " " in p.example:
             provider = "sentence"
+    if provider is None and p.max_length is not None and p.max_length <= SHORT:
+        return {"pattern": "#" * p.max_length}  # a two-digit month, a four-digit year
     if provider is None:
         provider = "word"
     out: dict[str, Any] = {"faker": provider}

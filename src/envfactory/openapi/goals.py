@@ -2,7 +2,8 @@
 
 Level 1: ask a field of a row, change a field, create a row (under a parent), delete a row.
 Level 2: the top child or the total of a parent's children, ask about a row's parent (two
-reads), copy a field from one row to another, link a row to another one.
+reads), the sum of a number over two rows (two reads), copy a field from one row to another,
+link a row to another one.
 Level 3: a conditional update (or delete) that turns on the row's current state.
 Level 4: update every child that matches a condition; delete a row with all its children.
 
@@ -17,7 +18,7 @@ from typing import Any
 from envfactory.db.tasks import GUESS_SHARE
 from envfactory.openapi.actions import children
 from envfactory.openapi.fields import NO_ARGS
-from envfactory.openapi.model import Entity, Field, Model, Tool
+from envfactory.openapi.model import Entity, Field, Model, Tool, original
 from envfactory.openapi.names import article, human, words
 from envfactory.policies.scripted import Guess, answer_text
 
@@ -286,7 +287,9 @@ class GoalBuilder:
             name = f"v{i}"
             if f.ref:
                 target = self.model.entities[f.ref]
-                name = f"link{i}"  # a row found by its reference: a level-2 goal
+                # a row found by its reference: a level-2 goal; the row an action acts on
+                # (a capture's original payment) is named by its id: one hop
+                name = f"on{i}" if original(f.api) else f"link{i}"
                 let[name] = {"pick": {"rows": f.ref}}
                 args[pname] = f"={name}.id"
                 words.append(
@@ -448,6 +451,41 @@ class GoalBuilder:
                     f"{human(f.api)} and give me its {said}.",
                 ],
                 "answer": f"{top}[0].{named}",
+            }
+        )
+
+    def combined(self, e: Entity) -> None:
+        """Two reads: the sum of a number over two rows ("the combined fee of A and B"), over
+        the number of widest range (held-out tasks need sums no train task asks)."""
+        fields = [f for f in self.askable(e) if f.type in ("integer", "number") and not f.enum]
+        first, second = self.read(e, "anchor"), self.read(e, "other")
+        if not fields or first is None or second is None:
+            return
+        f = max(fields, key=lambda f: float(f.spec.get("max", 100)) - float(f.spec.get("min", 0)))
+        total = f"anchor.{f.name} + other.{f.name}"
+        answer = f"money({total})" if f.type == "number" else total
+        phrase = human(f.api)
+        self.add(
+            {
+                "id": f"sum_{e.key}_{f.name}".lower(),
+                "level": 2,
+                "anchor": {"entity": e.key, "where": f"row.{f.name} is not None"},
+                "let": {
+                    "other": {
+                        "pick": {
+                            "rows": e.key,
+                            "filter": f"row.id != anchor.id and row.{f.name} is not None",
+                        }
+                    }
+                },
+                "require": [safe_answer(answer)],
+                "plan": [first, second],
+                "instruction": [
+                    f"What is the combined {phrase} of {{ref:anchor}} and {{ref:other}}?",
+                    f"Add the {phrase} of {{ref:anchor}} to that of {{ref:other}}: what is "
+                    "the sum?",
+                ],
+                "answer": answer,
             }
         )
 
@@ -689,6 +727,7 @@ def build_goals(model: Model) -> list[Goal]:
         b.delete(e)
         b.children_facts(e)
         b.ask_parent(e)
+        b.combined(e)
         b.copy_field(e)
         b.relink(e)
         b.conditional(e)

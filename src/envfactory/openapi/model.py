@@ -15,6 +15,7 @@ MAX_RESOURCES = 8
 MAX_FIELDS = 10
 ROW_BUDGET = 300  # rows a world aims at: small worlds compile and audit fast
 TOP_COUNT = (16, 100)  # rows of a top-level entity: at least, at most
+UNLISTED_COUNT = 150  # at most, for a top-level entity no list of the world shows
 PER_PARENT = ((0, 3), (0, 2))  # rows per parent row: under a top-level row, deeper
 NAMING = (
     "name",
@@ -160,3 +161,13 @@ NAMING_FLAT = frozenset("".join(n.split("_")) for n in NAMING)
 
 def flat(name: str) -> str:
     return "".join(words(name))
+
+
+# How a property holding a row's id ends.
+REF_SUFFIXES = ("id", "code", "reference")
+
+
+def original(name: str) -> bool:
+    """Whether a property names the row an action acts on: ``originalReference``."""
+    ws = words(name)
+    return len(ws) >= 2 and ws[0] == "original" and ws[-1] in REF_SUFFIXES
