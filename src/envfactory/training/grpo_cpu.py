@@ -297,7 +297,8 @@ def run(
     started = time.perf_counter()
     if start is None:
         library = [p for p in os.environ.get(LIBRARY_ENV, "").split(os.pathsep) if p]
-        start = {"settings": s.model_dump(), "model_path": model_path, "library": library}
+        given = str(Path(model_path).resolve()) if model_path else None  # found from anywhere
+        start = {"settings": s.model_dump(), "model_path": given, "library": library}
         start |= begin(s, model, tokenizer, local.stop_ids)
         if save is not None:
             save.mkdir(parents=True, exist_ok=True)
