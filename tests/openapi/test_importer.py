@@ -9,6 +9,7 @@ import pytest
 from openapi_worlds import SPECS, Client, domain, world
 
 from envfactory.episode.runner import run_episode
+from envfactory.openapi.compile import compile_document
 from envfactory.openapi.document import SpecError, load_document, parse_text, read_document
 from envfactory.openapi.model import NoWorld
 from envfactory.openapi.names import identifier, singular, words, world_id
@@ -220,6 +221,58 @@ def test_combined_number_of_two_rows() -> None:
     assert asked
     for task in asked[:3]:
         assert run_episode(env, task, Oracle(), env.episode()).reward == 1.0
+
+
+def _grants_doc() -> dict[str, Any]:
+    grant = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string"},
+            "fee": {"type": "integer", "minimum": 1, "maximum": 100},
+            "total": {"type": "integer", "minimum": 10, "maximum": 5000},
+        },
+    }
+    answer = {"200": {"description": "ok", "content": {"application/json": {"schema": grant}}}}
+    many = {"type": "array", "items": grant}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "grants", "version": "1"},
+        "paths": {
+            "/grants": {
+                "get": {
+                    "operationId": "listGrants",
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {"application/json": {"schema": many}},
+                        }
+                    },
+                },
+                "post": {
+                    "operationId": "createGrant",
+                    "requestBody": {"content": {"application/json": {"schema": grant}}},
+                    "responses": answer,
+                },
+            },
+            "/grants/{id}": {
+                "get": {
+                    "operationId": "getGrant",
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+                    ],
+                    "responses": answer,
+                }
+            },
+        },
+    }
+
+
+def test_rows_no_list_shows_are_more() -> None:
+    """Grants have no name, so no task lists them and the list is no tool of the world: the
+    entity holds 150 rows, not the 100 one page of a list would show."""
+    d = compile_document(_grants_doc(), "grants")
+    assert "list_grants" not in {a["name"] for a in d["actions"]}
+    assert d["entities"]["grants"]["count"] == 150
 
 
 def test_read_only_world_asks_questions() -> None:
