@@ -36,7 +36,7 @@ from envfactory.world.state import hex_hash
 if TYPE_CHECKING:
     from envfactory.campaign.environment import CampaignEnvironment
 
-EVENT_HORIZON = 12  # minutes of schedule per request
+EVENT_HORIZON = 5  # minutes of schedule per request (about what one takes at the oracle's pace)
 
 
 @dataclass
