@@ -36,7 +36,7 @@ def records(store: Path) -> list[EpisodeRecord]:
 def test_rollout_records_each_request(run: Path) -> None:
     recs = records(run)
     assert len(recs) == 2 and all(r.reward == 1.0 for r in recs)
-    assert all([i.name for i in r.rubric] == ["request_1", "request_2"] for r in recs)
+    assert all([i.name for i in r.rubric] == ["request_1", "request_2", "no_damage"] for r in recs)
 
 
 def test_campaign_view_replays_requests_in_order(run: Path) -> None:

@@ -50,7 +50,7 @@ def test_oracle_solves_and_doing_nothing_earns_nothing(retail: CampaignEnvironme
     task = retail.task("train", 1, 0)
     verdict = run_episode(retail, task, Oracle())
     assert verdict.reward == 1.0
-    assert [i.name for i in verdict.items] == ["request_1", "request_2"]
+    assert [i.name for i in verdict.items] == ["request_1", "request_2", "no_damage"]
     assert CLOSE in [s.tool for s in task.hidden.gold_plan]
     assert run_episode(retail, task, NoOp()).reward == 0.0
 

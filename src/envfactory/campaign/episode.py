@@ -284,6 +284,7 @@ class CampaignEpisode(ToolEpisode):
                     reason=reason(request, verdict.reward),
                 )
             )
+        items.append(damage_gate(self.requests, self.verdicts()))
         for number in range(len(self.requests) + 1, total + 1):
             items.append(
                 RubricItem(
@@ -297,6 +298,22 @@ class CampaignEpisode(ToolEpisode):
         return Verdict(
             reward=combine(items), status=self.status, items=items, state_hash=self.state_hash()
         )
+
+
+def damage_gate(requests: list[Request], verdicts: list[Verdict]) -> RubricItem:
+    """A gate over the campaign: a failed gate of any request (collateral damage, a broken
+    rule) zeroes the campaign's reward, as it zeroes that request's (which its own item
+    shows: the damage is charged to the request that did it)."""
+    failed = [
+        f"request {r.number}: {i.name}"
+        for r, v in zip(requests, verdicts, strict=True)
+        for i in v.items
+        if i.kind == "gate" and i.score < 1.0
+    ]
+    why = "; ".join(failed) if failed else "no request damaged the state or broke a rule"
+    return RubricItem(
+        name="no_damage", kind="gate", weight=1.0, score=0.0 if failed else 1.0, reason=why
+    )
 
 
 def reason(request: Request, reward: float) -> str:
