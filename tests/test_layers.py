@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, set[str]]] = [
                  "harness", "episode", "trajectory", "gc_tuning", "workers"}),
     ("registry", {"registry"}),
     ("kinds", {"db", "terminal", "research", "repo", "web", "multiagent", "peers", "openapi",
-               "synth", "domains", "packaging"}),
+               "synth", "domains", "packaging", "campaign"}),
     ("services", {"rollout", "quality", "curriculum", "credit"}),
     ("adapters", {"integrations"}),
     ("measures", {"bench", "training"}),

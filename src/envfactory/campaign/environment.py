@@ -11,31 +11,27 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from envfactory.campaign.episode import CampaignEpisode
+from envfactory.campaign.episode import DEFAULT_CONFIG, CampaignEpisode
 from envfactory.campaign.events import EventSource, State
+from envfactory.campaign.gold import record
 from envfactory.campaign.levels import CampaignLevel, ladder
+from envfactory.campaign.setting import Opening, Setting
 from envfactory.campaign.tool import CLOSE, close_tool
 from envfactory.contract.config import EpisodeConfig
 from envfactory.contract.environment import EnvInfo, Environment
 from envfactory.contract.errors import SynthesisError
 from envfactory.contract.tasks import Split, Task
-from envfactory.db.criteria import Evidence
 from envfactory.db.environment import DatabaseEnvironment
-from envfactory.db.verifier import RuleChecker
 from envfactory.tasks.seeds import stable_hash
-from envfactory.verify.rubric import Rubric
 from envfactory.world.seed import generate
 from envfactory.world.state import hash_rows
-from envfactory.world.world import World
 
 WORLD_CACHE = 16  # worlds of states (task factories included, ~3 MB each) kept
 REQUEST_CACHE = 2048  # requests made (a task and its world's state, no factory) kept
 TRIES = 4  # task indices a request tries on a state before the campaign ends early
-DEFAULT_MAX_STEPS = 400  # an episode's step limit when no config is given
 
 
 def campaign_info(base: EnvInfo, env_id: str) -> EnvInfo:
@@ -51,20 +47,6 @@ def campaign_info(base: EnvInfo, env_id: str) -> EnvInfo:
             "difficulties": sorted(ladder(base.difficulties)),
         }
     )
-
-
-@dataclass
-class Setting:
-    """The world of one state as a request's database episode reads it (a
-    :class:`~envfactory.db.episode.DatabaseSetting`), without its task factory."""
-
-    id: str
-    world: World
-    rules: RuleChecker
-    rubric: Rubric[Evidence]
-
-
-Opening = tuple[Setting, Task] | None
 
 
 class CampaignEnvironment(Environment):
@@ -168,12 +150,10 @@ class CampaignEnvironment(Environment):
         return self._make(split, difficulty, index)
 
     def _task(self, split: Split, difficulty: int, index: int) -> Task:
-        from envfactory.campaign.gold import record
-
         return record(self, split, difficulty, index)
 
     def episode(self, config: EpisodeConfig | None = None) -> CampaignEpisode:
-        return CampaignEpisode(self, config or EpisodeConfig(max_steps=DEFAULT_MAX_STEPS))
+        return CampaignEpisode(self, config or DEFAULT_CONFIG)
 
     def tools(self, fmt: Literal["openai", "mcp"] = "openai") -> list[dict[str, Any]]:
         return [*self.base.tools(fmt), close_tool(fmt)]

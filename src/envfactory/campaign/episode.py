@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
 from envfactory.campaign.clock import (
     CLOSE_MINUTES,
@@ -21,6 +21,7 @@ from envfactory.campaign.clock import (
     tool_minutes,
 )
 from envfactory.campaign.events import Event, State, schedule
+from envfactory.campaign.setting import CampaignWorld
 from envfactory.campaign.tool import CLOSE
 from envfactory.contract.actions import EpisodeStatus, Message, Observation, ToolCall
 from envfactory.contract.config import EpisodeConfig
@@ -33,9 +34,7 @@ from envfactory.db.episode import DatabaseEpisode
 from envfactory.tasks.seeds import stable_hash
 from envfactory.world.state import hex_hash
 
-if TYPE_CHECKING:
-    from envfactory.campaign.environment import CampaignEnvironment
-
+DEFAULT_CONFIG = EpisodeConfig(max_steps=400)  # an episode's when no config is given
 EVENT_HORIZON = 5  # minutes of schedule per request (about what one takes at the oracle's pace)
 
 
@@ -61,7 +60,7 @@ class Request:
 class CampaignEpisode(ToolEpisode):
     """One live campaign; ``requests`` holds every request opened so far, in order."""
 
-    def __init__(self, env: CampaignEnvironment, config: EpisodeConfig) -> None:
+    def __init__(self, env: CampaignWorld, config: EpisodeConfig) -> None:
         self.env = env
         self.config = config
         self.sub_config = EpisodeConfig(max_steps=10**9, user=config.user, noise=config.noise)

@@ -4,9 +4,10 @@ message), with the requests' targets joined and the last request's answers."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from envfactory.campaign.episode import CampaignEpisode
+from envfactory.campaign.episode import DEFAULT_CONFIG, CampaignEpisode
+from envfactory.campaign.setting import CampaignWorld
 from envfactory.campaign.tool import CLOSE
 from envfactory.contract.actions import Message, Observation, ToolCall
 from envfactory.contract.errors import SynthesisError
@@ -23,9 +24,6 @@ from envfactory.policies.scripted import Oracle, answer_text
 from envfactory.tasks.seeds import stable_hash
 from envfactory.world.state import hex_hash
 
-if TYPE_CHECKING:
-    from envfactory.campaign.environment import CampaignEnvironment
-
 PREAMBLE = (
     "You will handle {k} requests, one after another, in one system; earlier work and the "
     "passing of time change what later requests find. Each action takes time on the clock; "
@@ -34,9 +32,9 @@ PREAMBLE = (
 )
 
 
-def record(env: CampaignEnvironment, split: Split, difficulty: int, index: int) -> Task:
+def record(env: CampaignWorld, split: Split, difficulty: int, index: int) -> Task:
     """The campaign task at (split, difficulty, index)."""
-    episode = CampaignEpisode(env, env.episode().config)
+    episode = CampaignEpisode(env, DEFAULT_CONFIG)
     try:
         return _record(env, episode, split, difficulty, index)
     finally:
@@ -44,7 +42,7 @@ def record(env: CampaignEnvironment, split: Split, difficulty: int, index: int) 
 
 
 def _record(
-    env: CampaignEnvironment, episode: CampaignEpisode, split: Split, difficulty: int, index: int
+    env: CampaignWorld, episode: CampaignEpisode, split: Split, difficulty: int, index: int
 ) -> Task:
     task_id = f"{env.id}/{split}/{difficulty}/{index}"
     first = episode.begin(split, difficulty, index)
@@ -90,7 +88,7 @@ def _play(episode: CampaignEpisode, task: Task) -> None:
 
 
 def _task(
-    env: CampaignEnvironment,
+    env: CampaignWorld,
     episode: CampaignEpisode,
     task_id: str,
     split: Split,
@@ -146,8 +144,8 @@ def _task(
     )
 
 
-def _initial_hash(env: CampaignEnvironment, split: Split, difficulty: int, task_id: str) -> str:
-    fresh = env.episode()
+def _initial_hash(env: CampaignWorld, split: Split, difficulty: int, task_id: str) -> str:
+    fresh = CampaignEpisode(env, DEFAULT_CONFIG)
     try:
         index = int(task_id.rsplit("/", 1)[1])
         fresh.begin(split, difficulty, index)
