@@ -137,7 +137,7 @@ class EntitySpec(_Spec):
         if (self.count is None) == (self.per is None):
             raise ValueError("give exactly one of `count` and `per`")
         if self.count is not None and self.count % self.block:
-            raise ValueError(f"`count` {self.count} is not a whole number of blocks of {self.block}")
+            raise ValueError(f"`count` {self.count} is not whole blocks of {self.block}")
         if "id" in self.fields:
             raise ValueError("`id` is implicit (id_prefix + number)")
         if self.owner is not None and (
