@@ -28,6 +28,8 @@ from envfactory.db.environment import DatabaseEnvironment
 from envfactory.tasks.seeds import stable_hash
 from envfactory.world.seed import generate
 from envfactory.world.state import hash_rows
+from envfactory.world.tables import Row
+from envfactory.world.world import World
 
 WORLD_CACHE = 16  # worlds of states (task factories included, ~3 MB each) kept
 REQUEST_CACHE = 2048  # requests made (a task and its world's state, no factory) kept
@@ -63,10 +65,7 @@ class CampaignEnvironment(Environment):
         self.spec = base.spec
         self.levels: dict[int, CampaignLevel] = ladder(base.difficulties)
         world = base.world
-        pool = generate(
-            self.spec, world.tables, stable_hash("campaign-pool", world.seed), world.scale
-        )
-        self.events = EventSource(self.spec, world.tables, pool)
+        self.events = EventSource(self.spec, world.tables, _event_rows(world))
         self._worlds: OrderedDict[int, DatabaseEnvironment] = OrderedDict()
         self._requests: OrderedDict[tuple[Any, ...], Opening] = OrderedDict()
         self._base_key = hash_rows(world.base.rows)
@@ -160,6 +159,17 @@ class CampaignEnvironment(Environment):
 
     def info(self) -> EnvInfo:
         return campaign_info(self.base.info(), self.id)
+
+
+def _event_rows(world: World) -> dict[str, list[Row]]:
+    """The rows events draw from: another seeded world's, or an imported world's own (its
+    data has no generators to seed another)."""
+    if world.imported:
+        return {
+            n: [world.tables[n].to_row(v) for v in rows.values()]
+            for n, rows in world.base.rows.items()
+        }
+    return generate(world.spec, world.tables, stable_hash("campaign-pool", world.seed), world.scale)
 
 
 def campaign(base: Environment, env_id: str | None = None) -> CampaignEnvironment:

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from envfactory.campaign.environment import campaign_info
 from envfactory.cli.common import console, print_json, world_ids
 from envfactory.contract.environment import EnvInfo
 from envfactory.registry import EntryPoint, list_envs, make
@@ -26,7 +27,7 @@ UNBUILT: dict[str, str] = {
     f"{_TAU2}:make_strict": f"{_TAU2}:strict_info",
     f"{_TAU2}:make_procedural": f"{_TAU2}:procedural_info",
     "envfactory.web.builtin:make": "envfactory.cli.envs:web_info",
-    "envfactory.campaign.builtin:make": "envfactory.campaign.builtin:info",
+    "envfactory.campaign.builtin:make": "envfactory.cli.envs:campaign_listing",
 }
 
 
@@ -45,6 +46,11 @@ def env_info(env_id: str) -> EnvInfo:
 def web_info(domain_id: str) -> EnvInfo:
     """What ``web-<domain_id>`` lists: its database world's listing, as a website."""
     return website_info(env_info(domain_id))
+
+
+def campaign_listing(domain_id: str) -> EnvInfo:
+    """What ``campaign-<domain_id>`` lists: its database world's listing, as campaigns."""
+    return campaign_info(env_info(domain_id), f"campaign-{domain_id}")
 
 
 def envs(
