@@ -90,6 +90,9 @@ def disguise(domain: dict[str, Any]) -> dict[str, Any]:
             return [number(v) for v in obj] if isinstance(obj, list) else number(obj)
         if key == "choices":
             return [number(v) if isinstance(v, int | float) else walk(v, "") for v in obj]
+        if isinstance(obj, dict) and isinstance(obj.get("block"), int) and "count" in obj:
+            rest = walk({k: v for k, v in obj.items() if k not in ("block", "count")}, key)
+            return {**rest, "block": obj["block"], "count": obj["count"] * 3}  # whole blocks
         if isinstance(obj, dict):
             if key in NAMED:  # keys are names, values are not schema
                 return {rename(k): walk(v, "") for k, v in obj.items()}

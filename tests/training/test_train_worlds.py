@@ -80,7 +80,7 @@ def test_a_trained_on_world_is_refused_as_an_evaluation_world(tmp_path: Path) ->
     assert "retail: trained on and also an evaluation world" in " ".join(done.stderr.split())
     assert "airline" not in done.stderr.split(":")[0]
     assert not list(tmp_path.iterdir())  # refused before anything ran
-    assert judged_level("hotel", 0) == 0 and judged_level("tau2-retail", 0) == 1  # its first
+    assert judged_level("hotel", 0) == 0 and judged_level("campaign-hotel", 0) == 1  # its first
     with pytest.raises(NotJudgeable, match="no level 9"):
         judged_level("hotel", 9)
     with pytest.raises(NothingToResume, match="no checkpoint"):
