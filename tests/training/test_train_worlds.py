@@ -80,7 +80,7 @@ def test_a_trained_on_world_is_refused_as_an_evaluation_world(tmp_path: Path) ->
     assert "retail: trained on and also an evaluation world" in " ".join(done.stderr.split())
     assert "airline" not in done.stderr.split(":")[0]
     assert not list(tmp_path.iterdir())  # refused before anything ran
-    assert judged_level("hotel", 0) == 0 and judged_level("campaign-hotel", 0) == 1  # its first
+    assert judged_level("hotel", 0) == 0 and judged_level("blotto", 0) == 1  # its first
     with pytest.raises(NotJudgeable, match="no level 9"):
         judged_level("hotel", 9)
     with pytest.raises(NothingToResume, match="no checkpoint"):
@@ -188,3 +188,44 @@ def test_a_stopped_run_resumes_from_its_checkpoint(
 
     for (name, p), q in zip(weights(save).items(), weights(folder).values(), strict=True):
         assert torch.equal(p, q), name
+
+
+def test_lora_checkpoints_hold_adapters_resume_and_merge_into_a_plain_folder(
+    tiny: Path, tmp_path: Path
+) -> None:
+    """With ``lora_rank`` a checkpoint holds the adapters, not the model; a stopped run
+    resumes from them to the adapters of a straight run; the saved folder is a plain model
+    folder (the base model's tensor names, no adapter file) that ``--model DIR`` loads. The
+    random model earns no reward, so B stays zero and the merged update B·A is zero: the saved
+    weights are the given ones, while weight decay moves A (the checkpoints differ by step)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from envfactory.integrations.embedded import load
+
+    def lora(steps: int, stop_after: int | None = None) -> TrainSettings:
+        return settings(steps, stop_after).model_copy(update={"lora_rank": 4})
+
+    straight, parted = tmp_path / "straight", tmp_path / "parted"
+    whole = run(lora(2), tmp_path, str(tiny), save=straight)
+    first = run(lora(2, stop_after=1), tmp_path, str(tiny), save=parted)
+    assert first["stopped_at"] == 1
+    one = load_file(str(parted / CHECKPOINTS / "checkpoint-1" / "adapter_model.safetensors"))
+    assert not (parted / CHECKPOINTS / "checkpoint-1" / "model.safetensors").exists()
+    assert one and all("lora_" in name for name in one)
+    second = run(TrainSettings(steps=2, threads=1), tmp_path, None, save=parted, resume=True)
+    assert second["settings"]["lora_rank"] == 4 and second["curve"] == whole["curve"]
+    ours, theirs = (
+        load_file(str(f / CHECKPOINTS / "checkpoint-2" / "adapter_model.safetensors"))
+        for f in (parted, straight)
+    )
+    assert ours.keys() == one.keys()
+    for name, p in ours.items():
+        assert torch.equal(p, theirs[name]), name
+    assert any(not torch.equal(p, one[name]) for name, p in ours.items())  # A decayed
+    for folder in (straight, parted):
+        assert not (folder / "adapter_model.safetensors").exists()
+        saved, given = weights(folder), weights(tiny)
+        assert saved.keys() == given.keys()
+        assert all(torch.equal(saved[k], given[k]) for k in given)  # B·A = 0: no reward
+        assert load(folder).name == folder.name

@@ -321,5 +321,24 @@ SECTIONS: dict[str, Section] = {
             in_all=False,  # hours: its own command
             columns=("env", "difficulty", "success", "ci95", "mean_reward", "turns_mean"),
         ),
+        Section(
+            "grpo-step",
+            "A GRPO step of envfactory train, its time by part (generation to optimizer).",
+            "envfactory.bench.grpo_step:bench_grpo_step",
+            (
+                Option("world", "str", "The world trained on (its starter train tasks)."),
+                Option("steps", "int", "GRPO steps timed."),
+                Option("prompts_per_step", "int", "Tasks a step."),
+                Option("group_size", "int", "Episodes per task."),
+                Option("lora_rank", "int", "LoRA adapters of this rank (0: all weights)."),
+                Option("learning_rate", "float", "AdamW learning rate."),
+                Option("max_new_tokens", "int", "Tokens per reply."),
+                Option("threads", "int", "Torch threads (0: the idle cores)."),
+            ),
+            check="envfactory.bench.decode:unavailable",
+            requires=(*_INTEGRATIONS, "trl"),
+            extra="integrations",
+            in_all=False,  # minutes a step: its own command
+        ),
     )
 }

@@ -77,6 +77,13 @@ def train(
         help="Torch threads (default: the cores idle as the run starts, by their CPU use; a "
         "thread waiting for a core another job holds slows every matrix product).",
     ),
+    lora_rank: int = typer.Option(
+        0,
+        "--lora-rank",
+        min=0,
+        help="Train LoRA adapters of this rank on every linear layer, merged into the saved "
+        "model (0: all weights).",
+    ),
     sft_tasks: int = typer.Option(
         0, "--sft-tasks", min=0, help="Warm-start on the gold plans of this many train tasks."
     ),
@@ -125,6 +132,7 @@ def train(
         eval_tasks=eval_tasks,
         max_new_tokens=max_new_tokens,
         threads=threads or idle,
+        lora_rank=lora_rank,
         sft_tasks=sft_tasks,
     )
     cores = os.cpu_count() or 1

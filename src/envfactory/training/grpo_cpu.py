@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from envfactory.contract.errors import EnvFactoryError
+from envfactory.curriculum.controller import Curriculum
 from envfactory.harness.config import HarnessConfig
 from envfactory.registry import make
 from envfactory.registry.sources import LIBRARY_ENV, resolve_all
@@ -63,6 +64,7 @@ class TrainSettings(BaseModel):
     sft_learning_rate: float = 5e-5
     checkpoint_every: int = 1  # steps between checkpoints (with a save folder)
     stop_after: int | None = None  # stop at this step, checkpointed, to resume later
+    lora_rank: int = 0  # LoRA adapters of this rank on every linear layer (0: all weights)
     seed: int = 0
     threads: int = Field(default_factory=lambda: os.cpu_count() or 1)
 
@@ -150,17 +152,25 @@ class Trained(BaseModel):
     frontier: dict[str, int]  # each trained world's frontier level at the end
 
 
-def grpo(
+def lora_config(rank: int) -> Any:
+    """LoRA adapters of ``rank`` on every linear layer of the decoder (not the head), scaled
+    by 2: the frozen base model gets no weight gradients and no optimizer state."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules="all-linear")
+
+
+def trainer_for(
     model: Any,
     tokenizer: Any,
     stop_ids: tuple[int, ...],
     s: TrainSettings,
     save: Path | None = None,
     checkpoint: Path | None = None,
-) -> Trained:
-    """Train in place on curriculum-drawn train tasks of ``s.worlds``; with ``save``, a
-    checkpoint (weights, optimizer, scheduler, RNG, curriculum) every ``checkpoint_every``
-    steps into ``save/checkpoints``; from ``checkpoint``, the run continues where it stopped."""
+) -> tuple[Any, Curriculum]:
+    """TRL's ``GRPOTrainer`` over ``model`` (with ``lora_rank``, wrapped in adapters) fed by
+    curriculum-drawn train tasks of ``s.worlds``, and the curriculum it draws from (the one
+    saved in ``checkpoint`` when it resumes)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -192,7 +202,7 @@ def grpo(
         num_generations=s.group_size,
         max_completion_length=4 * s.max_new_tokens + 256,
         temperature=s.temperature,
-        beta=0.0,
+        beta=0.0,  # no KL term: no reference model, no reference log-probabilities
         seed=s.seed,
         use_cpu=True,
         bf16=False,  # TRL defaults to bf16 autocast: ~10x slower on a CPU without bf16 units
@@ -212,8 +222,27 @@ def grpo(
         rollout_func=rollout,
         reward_funcs=[verdict_reward],
         callbacks=[keep_curriculum(curriculum), stop_at(s.stop_after)] if save else None,
+        peft_config=lora_config(s.lora_rank) if s.lora_rank else None,
     )
+    return trainer, curriculum
+
+
+def grpo(
+    model: Any,
+    tokenizer: Any,
+    stop_ids: tuple[int, ...],
+    s: TrainSettings,
+    save: Path | None = None,
+    checkpoint: Path | None = None,
+) -> Trained:
+    """Train in place on curriculum-drawn train tasks of ``s.worlds``; with ``save``, a
+    checkpoint (weights or adapters, optimizer, scheduler, RNG, curriculum) every
+    ``checkpoint_every`` steps into ``save/checkpoints``; from ``checkpoint``, the run
+    continues where it stopped. LoRA adapters are merged into ``model`` at the end."""
+    trainer, curriculum = trainer_for(model, tokenizer, stop_ids, s, save, checkpoint)
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+    if s.lora_rank:
+        trainer.model.merge_and_unload()  # in place: ``model`` holds the merged weights
     key = "rewards/verdict_reward/mean"
     state = curriculum.state()
     return Trained(
