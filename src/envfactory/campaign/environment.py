@@ -33,7 +33,7 @@ from envfactory.world.world import World
 
 WORLD_CACHE = 16  # worlds of states (task factories included, ~3 MB each) kept
 REQUEST_CACHE = 2048  # requests made (a task and its world's state, no factory) kept
-TRIES = 4  # task indices a request tries on a state before the campaign ends early
+TRIES = 8  # task indices a request tries per task level on a state before the level below
 
 
 def campaign_info(base: EnvInfo, env_id: str) -> EnvInfo:
@@ -132,14 +132,29 @@ class CampaignEnvironment(Environment):
         self, world: DatabaseEnvironment, split: Split, difficulty: int, index: int, number: int
     ) -> Task | None:
         """Request ``number`` of campaign (split, difficulty, index) on ``world``'s state: a task
-        of the campaign's split at its task level, or None when the state offers none."""
-        task_level = self.level(difficulty).task_level
-        for attempt in range(TRIES):
-            at = stable_hash("campaign-request", self.id, split, difficulty, index, number, attempt)
-            try:
-                return world.task(split, task_level, at % 1_000_000)
-            except SynthesisError:
-                continue
+        of the campaign's split at the request's task level whose plan fits the level's calls
+        (failing that, at a level below, down to the campaign level's lowest), or None when the
+        state offers none."""
+        level = self.level(difficulty)
+        wanted = request_levels(level, self.id, split, difficulty, index)[number - 1]
+        for task_level in range(wanted, min(level.task_levels) - 1, -1):
+            for attempt in range(TRIES):
+                at = stable_hash(
+                    "campaign-request",
+                    self.id,
+                    split,
+                    difficulty,
+                    index,
+                    number,
+                    task_level,
+                    attempt,
+                )
+                try:
+                    task = world.task(split, task_level, at % 1_000_000)
+                except SynthesisError:
+                    continue
+                if len(task.hidden.gold_plan) + len(task.hidden.asks) <= level.calls:
+                    return task
         return None
 
     # -- the contract ------------------------------------------------------------------------
@@ -159,6 +174,18 @@ class CampaignEnvironment(Environment):
 
     def info(self) -> EnvInfo:
         return campaign_info(self.base.info(), self.id)
+
+
+def request_levels(
+    level: CampaignLevel, env_id: str, split: Split, difficulty: int, index: int
+) -> list[int]:
+    """The task level of each request of campaign (split, difficulty, index): the level's mix
+    in an order of the campaign's own."""
+    order = sorted(
+        range(level.tasks),
+        key=lambda k: stable_hash("campaign-order", env_id, split, difficulty, index, k),
+    )
+    return [level.task_levels[k] for k in order]
 
 
 def _event_rows(world: World) -> dict[str, list[Row]]:

@@ -108,7 +108,7 @@ def _task(
         instruction=instruction,
         persona=subs[0].public.persona,
         rules=subs[0].public.rules,
-        tools=[t["name"] for t in env.tools("mcp")],
+        tools=_shown(env, subs),
     )
     profile: dict[str, Any] = {}
     for sub in subs:
@@ -142,6 +142,13 @@ def _task(
     return Task(
         public=public, hidden=hidden, initial_hash=_initial_hash(env, split, difficulty, task_id)
     )
+
+
+def _shown(env: CampaignWorld, subs: list[Task]) -> list[str]:
+    """The tools a campaign shows: its requests' (all but at the starter level, which shows
+    only each request's call) and ``close_request``."""
+    shown = {CLOSE}.union(*(s.public.tools for s in subs))
+    return [str(t["name"]) for t in env.tools("mcp") if t["name"] in shown]
 
 
 def _initial_hash(env: CampaignWorld, split: Split, difficulty: int, task_id: str) -> str:
