@@ -258,7 +258,7 @@ class TaskFactory:
         self.store: Store = world.new_store()  # scratch state gold plans run on
         self.base_store: Store = world.new_store()  # never written: bindings read the start
         self.fake = Faker("en_US")
-        self._viable: dict[int, dict[str, list[str]]] | None = None
+        self._viable: dict[int, dict[str, list[str]]] = {}  # goal -> its anchors by split
         self._pools: dict[tuple[str, int], list[tuple[int, str]]] = {}
         self._asked: dict[str, frozenset[Any]] = {}  # goal -> the answers train tasks give
         self.public_rules = [r.text for r in self.spec.rules]
@@ -303,42 +303,43 @@ class TaskFactory:
 
     # -- candidate pools ---------------------------------------------------------------------
 
-    def _viable_anchors(self) -> dict[int, dict[str, list[str]]]:
-        """For each goal, the anchors (by split) whose bindings work: tried once per world."""
-        if self._viable is not None:
-            return self._viable
-        out: dict[int, dict[str, list[str]]] = {}
-        for gi, goal in enumerate(self.goals):
-            by_split: dict[str, list[str]] = {s: [] for s, _ in SPLIT_SHARES}
-            held: list[tuple[str, Split, Any]] = []  # held-out anchors that ask, and the answer
-            answers: dict[str, Any] = {}  # anchor -> the answer of one draw, as compared
-            entity = goal.spec.anchor.entity
-            table = self.world.tables[entity]
-            for values in self.world.base.rows[entity].values():
-                row = table.to_row(values)
-                split = self.ownership.split(entity, row["id"])
-                try:
-                    where = goal.anchor_where
-                    if where is not None and not where({"row": row, "today": self.world.today}):
-                        continue
-                    answer = self._trial(goal, self._bind(goal, row, random.Random(0)), split)
-                except (_Reject, ExprError):
+    def _viable_anchors(self, gi: int) -> dict[str, list[str]]:
+        """The anchors (by split) of goal ``gi`` whose bindings work: tried once per world, and
+        only for goals a requested level admits (a campaign's world at a new state asks for one
+        level's goals)."""
+        found = self._viable.get(gi)
+        if found is not None:
+            return found
+        goal = self.goals[gi]
+        by_split: dict[str, list[str]] = {s: [] for s, _ in SPLIT_SHARES}
+        held: list[tuple[str, Split, Any]] = []  # held-out anchors that ask, and the answer
+        answers: dict[str, Any] = {}  # anchor -> the answer of one draw, as compared
+        entity = goal.spec.anchor.entity
+        table = self.world.tables[entity]
+        for values in self.world.base.rows[entity].values():
+            row = table.to_row(values)
+            split = self.ownership.split(entity, row["id"])
+            try:
+                where = goal.anchor_where
+                if where is not None and not where({"row": row, "today": self.world.today}):
                     continue
-                if answer is not None:
-                    answers[row["id"]] = comparable(answer)
-                if split == "train" or answer is None:
-                    by_split[split].append(row["id"])
-                else:
-                    held.append((row["id"], split, answer))
-            if goal.answer is not None:
-                asked = self._asked[goal.spec.id] = self._train_answers(goal, by_split["train"])
-                for anchor_id, split, answer in held:
-                    if comparable(answer) not in asked:
-                        by_split[split].append(anchor_id)
-                by_split = _unguessable(by_split, answers)
-            out[gi] = by_split
-        self._viable = out
-        return out
+                answer = self._trial(goal, self._bind(goal, row, random.Random(0)), split)
+            except (_Reject, ExprError):
+                continue
+            if answer is not None:
+                answers[row["id"]] = comparable(answer)
+            if split == "train" or answer is None:
+                by_split[split].append(row["id"])
+            else:
+                held.append((row["id"], split, answer))
+        if goal.answer is not None:
+            asked = self._asked[goal.spec.id] = self._train_answers(goal, by_split["train"])
+            for anchor_id, split, answer in held:
+                if comparable(answer) not in asked:
+                    by_split[split].append(anchor_id)
+            by_split = _unguessable(by_split, answers)
+        self._viable[gi] = by_split
+        return by_split
 
     def _trial(self, goal: _Goal, scope: dict[str, Any], split: Split) -> Any:
         """Run the goal's setup and plan on one draw of its bindings: its answer (None when it
@@ -395,11 +396,13 @@ class TaskFactory:
         level = self.level(difficulty)
         rng = random.Random(stable_hash("pool", self.env_id, split, difficulty))
         queues = []
-        for gi, by_split in self._viable_anchors().items():
-            goal = self.goals[gi]
+        for gi, goal in enumerate(self.goals):
+            if not level.admits(goal.spec):
+                continue
+            by_split = self._viable_anchors(gi)
             if level.one_call and not self._names_only_its_anchor(goal, by_split):
                 continue
-            if level.admits(goal.spec) and by_split[split]:
+            if by_split[split]:
                 anchors = list(by_split[split])
                 rng.shuffle(anchors)
                 queues.append([(gi, a) for a in anchors])
