@@ -27,18 +27,6 @@ from envfactory.training.judge import NotJudgeable, judge, judged_level
 pytestmark = pytest.mark.integrations
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny model and its tokenizer, saved as a model folder."""
-    from envfactory.integrations.tiny import tiny_model, tiny_tokenizer
-
-    folder = tmp_path_factory.mktemp("models") / "tiny-qwen2"
-    tokenizer = tiny_tokenizer(["hotel", "retail"])
-    tokenizer.save_pretrained(folder)
-    tiny_model(tokenizer).save_pretrained(folder)
-    return folder
-
-
 def settings(steps: int, stop_after: int | None = None) -> TrainSettings:
     """Two worlds trained, one judged; weight decay so that every step moves the weights (the
     random model earns no reward, so its policy gradient is zero) and a resumed run that lost

@@ -10,6 +10,7 @@ beside the times, to see that training still moves.
 from __future__ import annotations
 
 import os
+import resource
 import time
 from collections.abc import Callable
 from statistics import median
@@ -35,6 +36,7 @@ class GrpoStepBench(BaseModel):
     parts_share: dict[str, float]
     trainable_params: int
     reward: list[float]  # the rollouts' mean reward by step
+    peak_rss_gb: float  # the process's peak resident memory
     load_average: list[float]  # 1, 5 and 15 minutes, at the end
 
 
@@ -137,5 +139,6 @@ def bench_grpo_step(
         parts_share={p: round(v / total, 3) for p, v in spent.items()},
         trainable_params=sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
         reward=[round(float(h[key]), 4) for h in trainer.state.log_history if key in h],
+        peak_rss_gb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
         load_average=[round(x, 2) for x in os.getloadavg()],
     )

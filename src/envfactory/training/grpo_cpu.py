@@ -173,10 +173,11 @@ def trainer_for(
     saved in ``checkpoint`` when it resumes)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig
 
     from envfactory.integrations.local_model import TransformersPolicy
     from envfactory.integrations.trl import EnvfactoryRollout, verdict_reward
+    from envfactory.training.shared_prompt import SharedPromptGRPOTrainer
 
     def policy(trainer: Any) -> TransformersPolicy:  # fresh each batch: no stale prefix cache
         return TransformersPolicy(
@@ -197,8 +198,11 @@ def trainer_for(
         max_steps=s.steps,
         learning_rate=s.learning_rate,
         weight_decay=s.weight_decay,
-        per_device_train_batch_size=s.group_size,
-        gradient_accumulation_steps=s.prompts_per_step,
+        # the step's episodes in one batch: TRL shuffles a step's rows before it splits them,
+        # so only a whole step keeps each group's rows together to share their prompt (the
+        # "dapo" loss normalises by the step's tokens: the same loss as in parts)
+        per_device_train_batch_size=s.group_size * s.prompts_per_step,
+        gradient_accumulation_steps=1,
         num_generations=s.group_size,
         max_completion_length=4 * s.max_new_tokens + 256,
         temperature=s.temperature,
@@ -214,7 +218,7 @@ def trainer_for(
         save_total_limit=1,  # the latest only: a checkpoint of the 135M model is 1.6 GB
         disable_tqdm=False,
     )
-    trainer = GRPOTrainer(
+    trainer = SharedPromptGRPOTrainer(
         model=model,
         processing_class=tokenizer,
         args=args,
