@@ -1,4 +1,4 @@
-"""A fixed sample of 55 real documents from the APIs-guru directory (fetched with npm into the
+"""A fixed sample of 28 real documents from the APIs-guru directory (fetched with npm into the
 cache by this test's set-up), imported and audited; the invariants checked on each."""
 
 from __future__ import annotations
@@ -15,32 +15,21 @@ from envfactory.openapi.pipeline import REASONS, ImportReport, Settings, run_imp
 from envfactory.policies.scripted import NoOp, Oracle
 from envfactory.registry.worldfile import load_world
 
-# Every 48th document of the directory (sorted), from the fourth: big clouds (Azure, AWS,
-# Google), government and small vendor APIs, RPC, REST and discovery styles.
+# Every 96th document of the directory (sorted), from the fourth: big clouds (Azure, AWS,
+# Google), government and small vendor APIs, RPC, REST and discovery styles. (Every 48th, 55
+# documents, cost 416 CPU-s and yielded 26; this half costs 237 CPU-s and yields 14.)
 _SAMPLE = """
-6-dot-authentiqio.appspot.com.json amadeus.com/amadeus-airport-on-time-performance.json
-amazonaws.com/applicationcostprofiler.json amazonaws.com/cognito-identity.json
-amazonaws.com/emr-containers.json amazonaws.com/iotfleetwise.json
-amazonaws.com/mediapackagev2.json amazonaws.com/qldb.json amazonaws.com/shield.json
-amentum.space/global-magnet.json apisetu.gov.in/bhavishya.json apisetu.gov.in/hpsssb.json
-apisetu.gov.in/npsailu.json apisetu.gov.in/transportml.json azure.com/addons-Addons.json
-azure.com/applicationinsights-componentApiKeys_API.json
-azure.com/automation-sourceControlSyncJobStreams.json azure.com/azsadmin-OfferDelegation.json
-azure.com/blueprint-assignmentOperation.json azure.com/customproviders.json
-azure.com/intune.json azure.com/mixedreality-proxy.json
-azure.com/network-ddosCustomPolicy.json azure.com/recoveryservices-vaults.json
-azure.com/security-iotSecuritySolutionAnalytics.json
-azure.com/sql-backupLongTermRetentionVaults.json azure.com/sql-serverCommunicationLinks.json
-azure.com/web-Certificates.json bridgedb.org.json codat.io/commerce.json discourse.local.json
-epa.gov/eff.json fungenerators.com/taunt.json googleapis.com/accesscontextmanager.json
-googleapis.com/blogger.json googleapis.com/datalabeling.json googleapis.com/gameservices.json
-googleapis.com/networkconnectivity.json googleapis.com/searchconsole.json
-googleapis.com/workflowexecutions.json hubapi.com/conversations.json
-interzoid.com/getstateabbreviation.json link.fish.json mercedes-benz.com/image.json
-ndhm.gov.in/ndhm-healthid.json nytimes.com/archive.json opto22.com/pac.json
-personio.de/authentication.json rentcast.io.json sms77.io.json stackexchange.com.json
-trakt.tv.json twilio.com/twilio_supersim_v1.json vtex.local/Checkout-API.json
-whapi.com/locations.json
+6-dot-authentiqio.appspot.com.json amazonaws.com/applicationcostprofiler.json
+amazonaws.com/emr-containers.json amazonaws.com/mediapackagev2.json amazonaws.com/shield.json
+apisetu.gov.in/bhavishya.json apisetu.gov.in/npsailu.json azure.com/addons-Addons.json
+azure.com/automation-sourceControlSyncJobStreams.json
+azure.com/blueprint-assignmentOperation.json azure.com/intune.json
+azure.com/network-ddosCustomPolicy.json azure.com/security-iotSecuritySolutionAnalytics.json
+azure.com/sql-serverCommunicationLinks.json bridgedb.org.json discourse.local.json
+fungenerators.com/taunt.json googleapis.com/blogger.json googleapis.com/gameservices.json
+googleapis.com/searchconsole.json hubapi.com/conversations.json link.fish.json
+ndhm.gov.in/ndhm-healthid.json opto22.com/pac.json rentcast.io.json stackexchange.com.json
+twilio.com/twilio_supersim_v1.json whapi.com/locations.json
 """
 SAMPLE = _SAMPLE.split()
 BUGS = ("compile_error", "internal_error", "timeout")
@@ -67,7 +56,7 @@ def imported(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> ImportRe
 
 
 def test_sample_is_fixed_and_present(corpus: Path) -> None:
-    assert len(SAMPLE) == len(set(SAMPLE)) >= 50
+    assert len(SAMPLE) == len(set(SAMPLE)) >= 25
     assert all((corpus / name).is_file() for name in SAMPLE)
 
 
@@ -83,7 +72,7 @@ def test_every_document_has_one_outcome(imported: ImportReport) -> None:
 
 
 def test_yield(imported: ImportReport) -> None:
-    # Under the exploit-search audit this sample yields 24 of 55 (docs/openapi.md).
+    # Under the exploit-search audit this sample yields 14 of 28 (2026-11-29).
     assert imported.passed_audit >= 0.4 * len(SAMPLE), imported.summary()
 
 

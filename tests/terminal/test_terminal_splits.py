@@ -2,10 +2,11 @@
 
 Terminal families once shared identical instructions and solutions across splits
 (term-archive: 211 of 1,500 test tasks; replaying the train gold scored 1.0). Generation only
-(no sandbox): 200 tasks per split per difficulty, for every family, where a leak of that
-rate shows about 28 times. Generating 24,000 tasks (about seven drafts each: most land in
-another split) is the cost, so two worker processes share it (each returns digests of what
-it generated) and each family's test compares the two splits' digests.
+(no sandbox): 100 tasks per split per difficulty, for every family, where a leak of that
+rate shows about 14 times (a leak that rate goes unseen with odds below one in a million).
+Generating 12,000 tasks (about seven drafts each: most land in another split) is the cost, so
+two worker processes share it (each returns digests of what it generated) and each family's
+test compares the two splits' digests.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from envfactory.terminal.environment import TerminalEnvironment
 from envfactory.terminal.family import DIFFICULTIES, TerminalHidden
 from envfactory.workers import worker_pool
 
-PER_SPLIT = 200
+PER_SPLIT = 100
 KINDS = ("instruction", "solution", "target")
 Digests = dict[str, dict[str, str]]  # kind -> digest of that content -> a task id holding it
 
