@@ -125,9 +125,9 @@ class DumpAfterWork:
         }
         items = interleave(seen)
         if self.name == "dump_after_work":
-            return batches(items, chars=MAX_REPLY - 100)[:1]
+            return batches(items, chars=MAX_REPLY - 100, limit=1)
         chunks = (items[i : i + self.per] for i in range(0, len(items), self.per))
-        return [batches(chunk)[0] for chunk in chunks][: self.messages]
+        return [batches(chunk, limit=1)[0] for chunk in chunks][: self.messages]
 
 
 def dump_policies(writes: set[str]) -> list[DumpAfterWork]:

@@ -12,13 +12,14 @@ among the candidates drawn scores 0 without an episode.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from envfactory.contract.environment import Environment
 from envfactory.contract.tasks import Split, Task
 from envfactory.policies.scripted import write_tools
-from envfactory.quality.search.sample import draw
+from envfactory.quality.search.sample import stream
 from envfactory.quality.search.script import Player, gold_steps
 
 POOL = 40  # candidate siblings drawn per (split, difficulty)
@@ -39,12 +40,12 @@ class Counterfactual:
     def rewards(self, env: Environment, tasks: Sequence[Task]) -> list[float]:
         player = Player(env)
         writes = write_tools(env.tools("mcp"))
-        pools: dict[tuple[Split, int], list[Task]] = {}
+        pools: dict[tuple[Split, int], _Candidates] = {}
         out = []
         for task in tasks:
             cell = (task.public.split, task.public.difficulty)
             if cell not in pools:
-                pools[cell] = draw(env, self.pool, splits=[cell[0]], difficulties=[cell[1]])
+                pools[cell] = _Candidates(env, cell, self.pool)
             sibling = next((s for s in pools[cell] if siblings(task, s, writes)), None)
             if sibling is None:
                 out.append(0.0)
@@ -53,6 +54,21 @@ class Counterfactual:
         player.close()
         self.voided = player.voided
         return out
+
+
+class _Candidates:
+    """A cell's first ``size`` tasks (:func:`draw`'s), each made when first looked at: the
+    sibling is most often among the first few."""
+
+    def __init__(self, env: Environment, cell: tuple[Split, int], size: int) -> None:
+        self.made: list[Task] = []
+        self.more = islice(stream(env, splits=[cell[0]], difficulties=[cell[1]]), size)
+
+    def __iter__(self) -> Iterator[Task]:
+        yield from self.made
+        for task in self.more:
+            self.made.append(task)
+            yield task
 
 
 def siblings(task: Task, other: Task, writes: set[str]) -> bool:

@@ -3,7 +3,8 @@ spread over its splits and difficulties, within what a finite environment holds.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
+from itertools import islice
 
 from envfactory.contract.environment import Environment
 from envfactory.contract.errors import SynthesisError
@@ -24,25 +25,31 @@ def draw(
     turns (all of the environment's, or those of ``splits`` and ``difficulties``), indices
     from ``start`` up; a cell ends at its capacity (finite environments) or after
     :data:`MAX_FAILS` draws in a row that failed or were excluded."""
+    return list(islice(stream(env, exclude, splits, difficulties, start), n))
+
+
+def stream(
+    env: Environment,
+    exclude: Collection[str] = (),
+    splits: Sequence[Split] | None = None,
+    difficulties: Sequence[int] | None = None,
+    start: int = 0,
+) -> Iterator[Task]:
+    """:func:`draw`'s tasks one at a time, made as they are asked for: the first ``n`` are
+    ``draw(env, n, ...)``'s."""
     levels = env.difficulties if difficulties is None else difficulties
     cells = [(s, d) for s in (splits or env.splits) for d in levels]
     index = dict.fromkeys(cells, start)
     fails = dict.fromkeys(cells, 0)
-    out: list[Task] = []
-    while True:
-        live = [c for c in cells if _open(env, c, index[c], fails[c])]
-        if not live or len(out) >= n:
-            return out
+    while live := [c for c in cells if _open(env, c, index[c], fails[c])]:
         for cell in live:
-            if len(out) >= n:
-                break
             task = _task(env, cell, index[cell])
             index[cell] += 1
             if task is None or task.task_id in exclude:
                 fails[cell] += 1
                 continue
             fails[cell] = 0
-            out.append(task)
+            yield task
 
 
 def _open(env: Environment, cell: tuple[Split, int], i: int, fails: int) -> bool:

@@ -134,6 +134,7 @@ class TemplateSearch:
     def __init__(self) -> None:
         self.voided: list[str] = []
         self.chosen: dict[tuple[str, ...], Template] = {}
+        self._reads: tuple[Environment, list[PlanStep]] | None = None
 
     def applies(self, env: Environment) -> bool:
         return bool(self.templates(env))
@@ -185,16 +186,23 @@ class TemplateSearch:
         """The calls a template's ``read`` indexes: the generic reads."""
         return generic_calls(env)
 
+    def read_calls(self, env: Environment) -> list[PlanStep]:
+        """:meth:`reads`, worked out once per environment (every play of a template needs
+        them, and they depend on the tool schemas alone)."""
+        if self._reads is None or self._reads[0] is not env:
+            self._reads = (env, self.reads(env))
+        return self._reads[1]
+
     def seen(self, env: Environment, player: Player, task: Task) -> Seen:
         stated = stated_quantities(task.public.instruction) if self.quantities else []
-        return Seen(env, probe(player, task, self.reads(env)), self.numbered, stated)
+        return Seen(env, probe(player, task, self.read_calls(env)), self.numbered, stated)
 
     def play(
         self, env: Environment, player: Player, task: Task, template: Template, seen: Seen
     ) -> float:
         """``template``'s reward on ``task`` (0.0 without an episode where it cannot be
         filled)."""
-        plan = build(env, self.reads(env), template, seen)
+        plan = build(env, self.read_calls(env), template, seen)
         if plan is None:
             return 0.0
         steps, answers = plan
