@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -97,6 +98,42 @@ def test_library_is_listed_with_kind_openapi(library: tuple[Path, dict[str, Any]
     assert len(saved) == len(PASSING)
     assert all(kinds[s] == "openapi" for s in saved)
     assert kinds.get("retail") == "db"  # the built-in worlds are still there
+
+
+def test_a_run_started_again_goes_on_from_its_journal(
+    library: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    out, summary = library
+    again = tmp_path / "again"
+    shutil.copytree(out, again)
+    lines = (again / "openapi-journal.jsonl").read_text().splitlines()
+    assert len(lines) == 1 + summary["specs"]  # the header, then one outcome per document
+    # A run killed mid-write: the last outcome half written, another not written at all.
+    (again / "openapi-journal.jsonl").write_text("\n".join(lines[:-2]) + "\n" + lines[-2][:9])
+    resumed = json.loads(cli("openapi", "import", str(SPECS), "--out", str(again), "--json").stdout)
+    assert resumed["journaled"] == summary["specs"] - 2
+    for key in ("specs", "compiled", "passed_audit", "failures"):
+        assert resumed[key] == summary[key], key
+    first, then = (json.loads((d / "report.json").read_text())["results"] for d in (out, again))
+    assert [r["source"] for r in then] == [r["source"] for r in first]
+    assert len((again / "openapi-journal.jsonl").read_text().splitlines()) == 1 + summary["specs"]
+
+
+def test_a_journal_of_other_settings_is_refused_or_started_fresh(
+    library: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    out, _ = library
+    again = tmp_path / "again"
+    shutil.copytree(out, again)
+    args = ("openapi", "import", str(SPECS / "malformed.yaml"), "--out", str(again), "-n", "50")
+    refused = subprocess.run(
+        [sys.executable, "-m", "envfactory", *args], capture_output=True, text=True, timeout=300
+    )
+    assert refused.returncode != 0 and "--fresh" in refused.stderr
+    assert len(list(again.glob("*.json"))) == len(PASSING) + 1  # the worlds and report.json
+    fresh = json.loads(cli(*args, "--fresh", "--json").stdout)
+    assert fresh["journaled"] == 0 and fresh["failures"] == {"malformed": 1}
+    assert [p.name for p in again.glob("*.json")] == ["report.json"]
 
 
 def test_library_from_the_environment(library: tuple[Path, dict[str, Any]]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from envfactory.cli.common import console, fail, print_json, print_yield, yield_bar
+from envfactory.journal import JournalError
 from envfactory.openapi.corpus import CorpusError, documents, fetch_directory
 from envfactory.openapi.pipeline import Settings, run_import
 
@@ -53,12 +54,21 @@ def import_cmd(
     compact: Path | None = typer.Option(
         None, "--summary", help="Also write a compact report (one short row per document)."
     ),
+    fresh: bool = typer.Option(
+        False, "--fresh", help="Discard OUT's journal (and the worlds it saved); start over."
+    ),
 ) -> None:
-    """Compile documents into worlds, audit each, keep those that pass, report the yield."""
+    """Compile documents into worlds, audit each, keep those that pass, report the yield. A
+    stopped run goes on where it left off when started again with the same --out."""
     items = _items(source, limit)
     settings = Settings(out=out, n=n, diversity=diversity, timeout=timeout)
     with yield_bar("importing", len(items), transient=json) as advance:
-        report = run_import(items, settings, jobs=jobs, progress=lambda r: advance(r.passed))
+        try:
+            report = run_import(
+                items, settings, jobs=jobs, progress=lambda r: advance(r.passed), fresh=fresh
+            )
+        except JournalError as exc:
+            raise fail(exc) from None
     out.mkdir(parents=True, exist_ok=True)
     path = out / "report.json"
     path.write_text(jsonlib.dumps(report.model_dump(mode="json"), indent=1))

@@ -13,7 +13,7 @@ import typer
 from typer.core import TyperCommand
 
 from envfactory.cli.common import console, fail, print_json, print_yield, yield_bar
-from envfactory.synth.journal import JournalError
+from envfactory.journal import JournalError
 from envfactory.synth.pipeline import SynthSettings, WorldResult, run_synth
 
 LOCAL = "local"  # --ray without an address: a Ray instance started here

@@ -19,10 +19,18 @@ modelled is skipped with its reason, never a crash:
 The audit runs with ``n`` tasks and a ``diversity`` prefix (see :func:`audit`); a world that
 fails only the noisy-oracle grading check (a sampling-noise check) is audited again at the
 audit's default ``n`` = 300, and that verdict stands.
+
+A run with an ``out`` folder journals each outcome there as it finishes
+(``openapi-journal.jsonl``), so the same run started again goes on where it stopped: it skips
+the documents journaled (but those that timed out, which a busy machine may have caused) and
+reports them with the rest. The journal holds to the audit settings and to the importer's and
+the audit's code (a digest of their sources): a run under others is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import signal
 import statistics
@@ -37,6 +45,7 @@ from pydantic import BaseModel, Field
 
 from envfactory.contract.errors import DomainError, SynthesisError
 from envfactory.domain.loader import parse_domain
+from envfactory.journal import Journal, JournalError, read_journal
 from envfactory.openapi.compile import compile_document
 from envfactory.openapi.document import SpecError, read_document
 from envfactory.openapi.environment import OpenAPIEnvironment
@@ -60,6 +69,9 @@ REASONS = (
     "timeout",
     "internal_error",
 )
+JOURNAL = "openapi-journal.jsonl"
+JOURNAL_FORMAT = "envfactory-openapi-journal/1"
+RETRIED = ("timeout",)  # a busy machine's outcome, not the document's: tried again on resume
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,7 @@ class ImportReport(BaseModel):
     p90_seconds: float = 0.0
     median_seconds_compiled: float = 0.0
     median_cpu_seconds: float = Field(0.0, description="CPU time: robust to a busy machine")
+    journaled: int = Field(0, description="outcomes taken from the journal of an earlier run")
     settings: dict[str, Any] = Field(default_factory=dict)
     results: list[SpecResult] = Field(default_factory=list)
 
@@ -182,17 +195,72 @@ def run_import(
     settings: Settings,
     jobs: int = 1,
     progress: Callable[[SpecResult], None] | None = None,
+    fresh: bool = False,
 ) -> ImportReport:
-    """Import documents ((path, source name) pairs), ``jobs`` at a time."""
+    """Import documents ((path, source name) pairs), ``jobs`` at a time, going on from the
+    journal in ``settings.out`` (``fresh``: discard it, and the worlds it saved, first).
+    Raises :class:`JournalError` for a journal of other settings or code."""
     started = time.perf_counter()
-    results: list[SpecResult] = []
-    for r in _results(items, settings, jobs):
-        results.append(r)
+    done, journal_cm = _open(settings, fresh)
+    results = [done[src] for _, src in items if src in done]
+    for r in results:
         if progress:
             progress(r)
+    todo = [(p, src) for p, src in items if src not in done]
+    with journal_cm as journal:
+        for r in _results(todo, settings, jobs):
+            if journal is not None:
+                journal.add(r.model_dump(mode="json"))
+            results.append(r)
+            if progress:
+                progress(r)
     order = {src: i for i, (_, src) in enumerate(items)}
     results.sort(key=lambda r: order.get(r.source, 0))
-    return _report(results, settings, time.perf_counter() - started)
+    report = _report(results, settings, time.perf_counter() - started)
+    report.journaled = len(items) - len(todo)
+    return report
+
+
+def _open(
+    s: Settings, fresh: bool
+) -> tuple[dict[str, SpecResult], contextlib.AbstractContextManager[Journal | None]]:
+    """The outcomes journaled in ``s.out`` (by source; timeouts left out), and the journal to
+    go on with; ``fresh`` removes the old journal and the worlds it saved first."""
+    if s.out is None:
+        return {}, contextlib.nullcontext()
+    path, now = s.out / JOURNAL, _header(s)
+    if fresh:
+        with contextlib.suppress(JournalError):
+            for r in map(SpecResult.model_validate, read_journal(path, JOURNAL_FORMAT)[1]):
+                if r.passed and r.env_id:
+                    (s.out / f"{r.env_id}.json").unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+    header, entries = read_journal(path, JOURNAL_FORMAT)
+    if header is not None and (was := {k: header.get(k) for k in now}) != now:
+        why = "code" if {**was, "code": 0} == {**now, "code": 0} else "settings"
+        raise JournalError(
+            f"{s.out} holds an import under other {why} ({was}, not {now}); run with the "
+            "same settings and code to go on, or start over with --fresh (or another --out)"
+        )
+    results = map(SpecResult.model_validate, entries)
+    done = {r.source: r for r in results if r.reason not in RETRIED}
+    return done, Journal(path, JOURNAL_FORMAT, now)
+
+
+def _header(s: Settings) -> dict[str, Any]:
+    """What a journal holds to: the audit settings, and the importer's and audit's code."""
+    code = hashlib.sha256()
+    package = Path(__file__).parent.parent
+    for root in (package / "openapi", package / "quality"):
+        for source in sorted(root.rglob("*.py")):
+            code.update(source.relative_to(root).as_posix().encode() + source.read_bytes())
+    return {
+        "n": s.n,
+        "diversity": s.diversity,
+        "seed": s.seed,
+        "full_n": FULL_N,
+        "code": code.hexdigest()[:16],
+    }
 
 
 def _results(items: list[tuple[Path, str]], s: Settings, jobs: int) -> Iterator[SpecResult]:

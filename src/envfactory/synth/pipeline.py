@@ -37,17 +37,18 @@ from pydantic import BaseModel, Field
 
 from envfactory.contract.errors import DomainError, SynthesisError
 from envfactory.domain.loader import parse_domain
+from envfactory.journal import Journal, JournalError, read_journal
 from envfactory.quality.batch import AuditedWorld, tally
 from envfactory.registry import list_envs
 from envfactory.registry.table import register_compiled
 from envfactory.registry.worldfile import save_world
 from envfactory.synth.compose import synthesize
 from envfactory.synth.environment import SynthEnvironment
-from envfactory.synth.journal import Journal, JournalError, read_journal
 from envfactory.workers import imap_unordered
 
 REASONS = ("compile_error", "no_tasks", "audit_failure", "internal_error")
 JOURNAL = "synth-journal.jsonl"
+JOURNAL_FORMAT = "envfactory-synth-journal/1"
 
 
 @dataclass(frozen=True)
@@ -192,9 +193,9 @@ def _open(
     path, now = s.out / JOURNAL, _header(s)
     if fresh:
         with contextlib.suppress(JournalError):
-            _remove(s.out, map(WorldResult.model_validate, read_journal(path)[1]))
+            _remove(s.out, map(WorldResult.model_validate, read_journal(path, JOURNAL_FORMAT)[1]))
         path.unlink(missing_ok=True)
-    header, entries = read_journal(path)
+    header, entries = read_journal(path, JOURNAL_FORMAT)
     if header is not None and (was := {k: header.get(k) for k in now}) != now:
         why = "composer code" if {**was, "composer": 0} == {**now, "composer": 0} else "settings"
         raise JournalError(
@@ -202,7 +203,7 @@ def _open(
             "same settings and code to go on, or start over with --fresh (or another --out)"
         )
     done = {r.index: r for r in map(WorldResult.model_validate, entries)}
-    return done, Journal(path, now)
+    return done, Journal(path, JOURNAL_FORMAT, now)
 
 
 def _header(s: SynthSettings) -> dict[str, Any]:

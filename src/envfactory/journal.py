@@ -1,8 +1,10 @@
-"""A run's journal: one JSON line per finished candidate, so a stopped run can go on.
+"""A long run's journal: one JSON line per finished item, so a stopped run can go on
+(``envfactory synth``'s candidates, ``envfactory openapi import``'s documents).
 
-The first line holds the settings the candidates were judged under; each later line is one
-candidate's outcome, written and flushed as it finishes. A process killed mid-write leaves
-at most a partial last line, which :func:`read_journal` drops (and cuts from the file).
+The first line names the journal's format and holds the settings the items were judged
+under; each later line is one item's outcome, written and flushed as it finishes. A process
+killed mid-write leaves at most a partial last line, which :func:`read_journal` drops (and cuts
+from the file).
 """
 
 from __future__ import annotations
@@ -12,16 +14,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-FORMAT = "envfactory-synth-journal/1"
-
 
 class JournalError(ValueError):
     """A journal that cannot be continued: another run's settings, or a damaged line."""
 
 
-def read_journal(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """The header and entries of the journal at ``path`` (``None, []`` when there is none);
-    a partial last line is cut from the file."""
+def read_journal(path: Path, fmt: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The header and entries of the journal of format ``fmt`` at ``path`` (``None, []``
+    when there is none); a partial last line is cut from the file."""
     if not path.exists():
         return None, []
     data = path.read_bytes()
@@ -41,20 +41,21 @@ def read_journal(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]
         records.append(record)
     if not records:
         return None, []
-    if records[0].get("format") != FORMAT:
-        raise JournalError(f"{path}: not an envfactory synth journal ({FORMAT})")
+    if records[0].get("format") != fmt:
+        raise JournalError(f"{path}: not a journal of this kind ({fmt})")
     return records[0], records[1:]
 
 
 class Journal:
-    """Appends one line per finished candidate to ``path`` (the header first, when the file is
-    new); used as ``with Journal(path, header) as journal: journal.add(record)``."""
+    """Appends one line per finished item to ``path`` (the header, with its format ``fmt``,
+    first when the file is new); used as ``with Journal(path, fmt, header) as journal:
+    journal.add(record)``."""
 
-    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+    def __init__(self, path: Path, fmt: str, header: dict[str, Any]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = path.open("a")
         if self._fh.tell() == 0:
-            self.add({"format": FORMAT, **header})
+            self.add({"format": fmt, **header})
 
     def add(self, record: dict[str, Any]) -> None:
         """Write ``record`` as one line, flushed: it survives the process being killed."""
