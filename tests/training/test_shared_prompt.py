@@ -56,3 +56,37 @@ def test_shared_prompts_give_the_stock_log_probabilities_and_gradients(tiny: Pat
     assert len(stock[2]) == len(shared[2]) == len(list(model.parameters()))
     for ours, theirs in zip(shared[2], stock[2], strict=True):
         assert torch.allclose(ours, theirs, atol=1e-5, rtol=1e-4)
+
+
+def test_a_steps_shuffled_rows_are_regrouped_by_prompt() -> None:
+    """TRL shuffles a step's rows before it splits them into micro-batches: regrouped, each
+    micro-batch holds one prompt's rows, every row keeps its own values (tensors and lists
+    alike) and the step's totals stay as they were."""
+    import torch
+
+    from envfactory.training.shared_prompt import by_prompt
+
+    prompts = torch.tensor([[7, 1], [5, 2], [7, 1], [6, 3], [5, 2], [6, 3]])  # shuffled
+    parts = [
+        {
+            "prompt_ids": prompts[i : i + 2],
+            "advantages": torch.arange(6.0)[i : i + 2],
+            "tasks": ["a", "b", "a", "c", "b", "c"][i : i + 2],
+            "num_items_in_batch": torch.tensor(42),
+            "tool_mask": None,
+        }
+        for i in (0, 2, 4)
+    ]
+    regrouped = by_prompt(parts)
+    assert len(regrouped) == 3
+    for part in regrouped:
+        assert len({tuple(row) for row in part["prompt_ids"].tolist()}) == 1
+        assert len(set(part["tasks"])) == 1
+        assert part["num_items_in_batch"] == 42 and part["tool_mask"] is None
+    rows = sorted(
+        (tuple(p.tolist()), float(a), t)
+        for part in regrouped
+        for p, a, t in zip(part["prompt_ids"], part["advantages"], part["tasks"], strict=True)
+    )
+    given = sorted(zip(map(tuple, prompts.tolist()), map(float, range(6)), "abacbc", strict=True))
+    assert rows == given

@@ -198,11 +198,8 @@ def trainer_for(
         max_steps=s.steps,
         learning_rate=s.learning_rate,
         weight_decay=s.weight_decay,
-        # the step's episodes in one batch: TRL shuffles a step's rows before it splits them,
-        # so only a whole step keeps each group's rows together to share their prompt (the
-        # "dapo" loss normalises by the step's tokens: the same loss as in parts)
-        per_device_train_batch_size=s.group_size * s.prompts_per_step,
-        gradient_accumulation_steps=1,
+        per_device_train_batch_size=s.group_size,  # a group a micro-batch (shared_prompt)
+        gradient_accumulation_steps=s.prompts_per_step,
         num_generations=s.group_size,
         max_completion_length=4 * s.max_new_tokens + 256,
         temperature=s.temperature,

@@ -4,7 +4,9 @@ model runs over it once, its keys and values (with their gradients) are repeated
 group's rows, and only the completions are run per row. The per-token log-probabilities are
 TRL's (its fused head, temperature and masks), and so are their gradients: the prompt's part
 reaches the weights through the repeated keys and values, summed over the rows as the stock
-path sums them.
+path sums them. TRL shuffles a step's rows before it splits them into micro-batches; here they
+are regrouped so that a group's rows share a micro-batch (the step's gradient is the sum over
+its micro-batches, so the update is the same).
 """
 
 from __future__ import annotations
@@ -13,10 +15,52 @@ from typing import Any
 
 import torch
 from trl import GRPOTrainer
+from trl.trainer.utils import split_tensor_dict
+
+Rows = dict[str, Any]  # a batch: tensors and lists by row, 0-dim tensors for the whole
+
+
+def _joined(values: list[Any]) -> Any:
+    first = values[0]
+    if isinstance(first, list):
+        return [row for v in values for row in v]
+    if isinstance(first, torch.Tensor) and first.ndim > 0:
+        return torch.cat(values)
+    return first  # None, or a 0-dim tensor of the whole step
+
+
+def _picked(value: Any, order: torch.Tensor) -> Any:
+    if isinstance(value, list):
+        return [value[i] for i in order.tolist()]
+    if isinstance(value, torch.Tensor) and value.ndim > 0:
+        return value[order]
+    return value
+
+
+def by_prompt(parts: list[Rows]) -> list[Rows]:
+    """The micro-batches ``parts`` of one step with their rows regrouped by prompt (a stable
+    sort), so that rows with one prompt are in one micro-batch where they fit."""
+    whole = {key: _joined([p[key] for p in parts]) for key in parts[0]}
+    _, which = torch.unique(whole["prompt_ids"], dim=0, return_inverse=True)
+    order = torch.argsort(which, stable=True)
+    regrouped = {key: _picked(value, order) for key, value in whole.items()}
+    return split_tensor_dict(regrouped, len(parts))  # type: ignore[no-any-return]
 
 
 class SharedPromptGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
     """``GRPOTrainer`` whose loss runs the model over each distinct prompt of a batch once."""
+
+    _buffered_inputs: list[Rows] | None
+
+    def _prepare_inputs(self, generation_batch: Any) -> Any:
+        every = self.args.steps_per_generation * self.num_iterations
+        fresh = self.model.training and (self._step % every == 0 or self._buffered_inputs is None)
+        inputs = super()._prepare_inputs(generation_batch)
+        if fresh:  # the step's rows were generated, shuffled and split just now
+            assert self._buffered_inputs is not None  # set by the call above
+            self._buffered_inputs = by_prompt(self._buffered_inputs)
+            inputs = self._buffered_inputs[self._step % self.args.steps_per_generation]
+        return inputs
 
     def _get_per_token_logps_and_entropies(
         self,
