@@ -23,7 +23,7 @@ POLICIES = ("oracle", "noisy-oracle", "random", "noop")
 
 
 def demo(
-    n: int = typer.Option(30, "-n", help="Tasks per environment."),
+    n: int = typer.Option(10, "-n", help="Tasks per environment (`check` and `audit` take more)."),
     json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     model_tasks: int = typer.Option(
         2, "--model-tasks", min=0, help="Tasks per world for the real model at the end (0: none)."
