@@ -57,7 +57,7 @@ def test_listing_the_sections_imports_none_of_them() -> None:
     assert json.loads(done.stdout.replace("'", '"')) == ["envfactory.bench.sections"]
     listed = record("--list", "--json")
     assert [s["section"] for s in listed] == list(SECTIONS)
-    assert {s["section"] for s in listed if not s["in_all"]} == {"calibration"}
+    assert {s["section"] for s in listed if not s["in_all"]} == {"calibration", "grpo-step"}
 
 
 def test_a_section_prints_the_record_its_alias_prints() -> None:
