@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS: list[tuple[str, set[str]]] = [
     ("contract", {"contract"}),
     ("engines", {"world", "domain", "tools", "tasks", "verify", "users", "policies",
-                 "harness", "episode", "trajectory", "gc_tuning", "workers"}),
+                 "harness", "episode", "trajectory", "gc_tuning", "workers", "journal"}),
     ("registry", {"registry"}),
     ("kinds", {"db", "terminal", "research", "repo", "web", "multiagent", "peers", "openapi",
                "synth", "domains", "packaging", "campaign"}),
