@@ -46,6 +46,22 @@ def read_journal(path: Path, fmt: str) -> tuple[dict[str, Any] | None, list[dict
     return records[0], records[1:]
 
 
+def go_on(
+    path: Path, fmt: str, now: dict[str, Any], code: str
+) -> tuple[list[dict[str, Any]], Journal]:
+    """The entries of the journal at ``path`` and the journal to go on with, once its header
+    holds to ``now`` (the settings, and under the key ``code`` a digest of the code that
+    judges); raises :class:`JournalError` naming what differs."""
+    header, entries = read_journal(path, fmt)
+    if header is not None and (was := {k: header.get(k) for k in now}) != now:
+        why = f"{code} code" if {**was, code: 0} == {**now, code: 0} else "settings"
+        raise JournalError(
+            f"{path.parent} holds a run with other {why} ({was}, not {now}); run with the "
+            "same settings and code to go on, or start over with --fresh (or another --out)"
+        )
+    return entries, Journal(path, fmt, now)
+
+
 class Journal:
     """Appends one line per finished item to ``path`` (the header, with its format ``fmt``,
     first when the file is new); used as ``with Journal(path, fmt, header) as journal:

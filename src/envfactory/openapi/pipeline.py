@@ -45,7 +45,7 @@ from pydantic import BaseModel, Field
 
 from envfactory.contract.errors import DomainError, SynthesisError
 from envfactory.domain.loader import parse_domain
-from envfactory.journal import Journal, JournalError, read_journal
+from envfactory.journal import Journal, JournalError, go_on, read_journal
 from envfactory.openapi.compile import compile_document
 from envfactory.openapi.document import SpecError, read_document
 from envfactory.openapi.environment import OpenAPIEnvironment
@@ -235,16 +235,9 @@ def _open(
                 if r.passed and r.env_id:
                     (s.out / f"{r.env_id}.json").unlink(missing_ok=True)
         path.unlink(missing_ok=True)
-    header, entries = read_journal(path, JOURNAL_FORMAT)
-    if header is not None and (was := {k: header.get(k) for k in now}) != now:
-        why = "code" if {**was, "code": 0} == {**now, "code": 0} else "settings"
-        raise JournalError(
-            f"{s.out} holds an import under other {why} ({was}, not {now}); run with the "
-            "same settings and code to go on, or start over with --fresh (or another --out)"
-        )
+    entries, journal = go_on(path, JOURNAL_FORMAT, now, "importer")
     results = map(SpecResult.model_validate, entries)
-    done = {r.source: r for r in results if r.reason not in RETRIED}
-    return done, Journal(path, JOURNAL_FORMAT, now)
+    return {r.source: r for r in results if r.reason not in RETRIED}, journal
 
 
 def _header(s: Settings) -> dict[str, Any]:
@@ -259,7 +252,7 @@ def _header(s: Settings) -> dict[str, Any]:
         "diversity": s.diversity,
         "seed": s.seed,
         "full_n": FULL_N,
-        "code": code.hexdigest()[:16],
+        "importer": code.hexdigest()[:16],
     }
 
 

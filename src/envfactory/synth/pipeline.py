@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field
 
 from envfactory.contract.errors import DomainError, SynthesisError
 from envfactory.domain.loader import parse_domain
-from envfactory.journal import Journal, JournalError, read_journal
+from envfactory.journal import Journal, JournalError, go_on, read_journal
 from envfactory.quality.batch import AuditedWorld, tally
 from envfactory.registry import list_envs
 from envfactory.registry.table import register_compiled
@@ -195,15 +195,8 @@ def _open(
         with contextlib.suppress(JournalError):
             _remove(s.out, map(WorldResult.model_validate, read_journal(path, JOURNAL_FORMAT)[1]))
         path.unlink(missing_ok=True)
-    header, entries = read_journal(path, JOURNAL_FORMAT)
-    if header is not None and (was := {k: header.get(k) for k in now}) != now:
-        why = "composer code" if {**was, "composer": 0} == {**now, "composer": 0} else "settings"
-        raise JournalError(
-            f"{s.out} holds a run with other {why} ({was}, not {now}); run with the "
-            "same settings and code to go on, or start over with --fresh (or another --out)"
-        )
-    done = {r.index: r for r in map(WorldResult.model_validate, entries)}
-    return done, Journal(path, JOURNAL_FORMAT, now)
+    entries, journal = go_on(path, JOURNAL_FORMAT, now, "composer")
+    return {r.index: r for r in map(WorldResult.model_validate, entries)}, journal
 
 
 def _header(s: SynthSettings) -> dict[str, Any]:
