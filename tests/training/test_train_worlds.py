@@ -18,6 +18,7 @@ from envfactory.training.grpo_cpu import (
     CHECKPOINTS,
     HARNESS,
     NothingToResume,
+    NotReusable,
     TrainSettings,
     run,
     save_model,
@@ -147,6 +148,35 @@ def test_the_saved_run_scores_again_what_it_measured(
     )  # fmt: skip
     again = judge(policy, s.judged, s.eval_tasks, s.difficulty, HARNESS)
     assert again.pooled.model_dump(mode="json") == result["after"]
+
+
+def test_a_run_takes_its_start_s_judgement_from_another_run(
+    straight: tuple[Path, dict[str, Any]], tiny: Path, tmp_path: Path
+) -> None:
+    """``before_from``: a run that judges the same model alike takes the other run's judgement
+    (planted here with a score no judging of the tiny model gives, so a second judging would
+    show); one that judges otherwise is refused, naming what differs, before anything runs."""
+    folder, whole = straight
+    planted = json.loads((folder / "run.json").read_text())
+    mark = {"success": 0.75, "ci95": [0.3, 0.95]}
+    planted["before"]["pooled"] |= mark
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "run.json").write_text(json.dumps(planted))
+    less = settings(1).model_copy(update={"worlds": ["retail"]})  # trains otherwise
+    result = run(less, tmp_path, str(tiny), before_from=tmp_path / "other")
+    assert result["before"] == {**whole["before"], **mark}
+    assert result["before_from"] == str(tmp_path / "other")
+    for judged in ({"eval_tasks": 3}, {"eval_worlds": ["airline"]}):
+        with pytest.raises(NotReusable, match="judged otherwise"):
+            run(
+                settings(1).model_copy(update=judged),
+                tmp_path / "no",
+                str(tiny),
+                before_from=folder,
+            )
+    with pytest.raises(NotReusable, match="the model"):
+        run(settings(1), tmp_path / "no", None, before_from=folder)
+    assert not (tmp_path / "no").exists()
 
 
 def test_a_stopped_run_resumes_from_its_checkpoint(

@@ -52,6 +52,12 @@ def train(
     resume: bool = typer.Option(
         False, "--resume", help="Continue the run saved in --save DIR from its last checkpoint."
     ),
+    before_from: Path | None = typer.Option(
+        None,
+        "--before-from",
+        help="Another run's save folder: take its judgement of the model as given instead of "
+        "judging again (refused unless it judged the same model, worlds, tasks and level).",
+    ),
     checkpoint_every: int = typer.Option(
         1, "--checkpoint-every", min=1, help="With --save: steps between checkpoints."
     ),
@@ -146,7 +152,7 @@ def train(
         err_console.print(f"torch threads: {idle}, the cores idle of {cores}")
     try:
         with contextlib.redirect_stdout(sys.stderr):  # the trainer prints its logs
-            result = run(settings, out, model, save, resume, name)
+            result = run(settings, out, model, save, resume, name, before_from)
     except ImportError as exc:
         raise fail(f"train needs the integrations extra (make setup): {exc}") from None
     except EnvFactoryError as exc:

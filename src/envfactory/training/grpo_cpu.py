@@ -86,6 +86,10 @@ class NothingToResume(EnvFactoryError):
     """``--resume`` without a save folder, or one with no checkpoint in it."""
 
 
+class NotReusable(EnvFactoryError):
+    """``--before-from`` names a run that judged another model, or judged it otherwise."""
+
+
 def check_disjoint(worlds: list[str], eval_worlds: list[str]) -> None:
     """Raise :class:`WorldsOverlap` when an evaluation world is also trained on."""
     both = sorted(set(worlds) & set(eval_worlds))
@@ -254,12 +258,39 @@ def grpo(
     )
 
 
+JUDGING = ("eval_tasks", "difficulty", "max_new_tokens")  # with the worlds: what decides a score
+
+
+def judged_before(folder: Path, s: TrainSettings, model_path: str | None) -> Judged:
+    """The judgement of the model as given that another run saved in ``folder`` (its
+    ``run.json``), when that run judged the same model on the same worlds in the same way and
+    warm-started nothing (its ``before`` is then the model as given); :class:`NotReusable`
+    naming what differs otherwise. Runs that differ only in what they train on (the
+    ablations) share one judgement of the model they start from."""
+    if not (folder / RUN_FILE).is_file():
+        raise NotReusable(f"--before-from {folder}: no {RUN_FILE} (a save folder of train)")
+    other = json.loads((folder / RUN_FILE).read_text())
+    theirs = TrainSettings.model_validate(other["settings"])
+    differs = [k for k in JUDGING if getattr(theirs, k) != getattr(s, k)]
+    differs += ["the judged worlds"] * (sorted(theirs.judged) != sorted(s.judged))
+    differs += ["the model"] * (other["model_path"] != model_path)
+    differs += ["sft_tasks (its before is a warm-started model)"] * bool(theirs.sft_tasks)
+    if differs:
+        raise NotReusable(f"--before-from {folder}: it judged otherwise ({', '.join(differs)})")
+    return Judged.model_validate(other["before"])
+
+
 def begin(
-    s: TrainSettings, model: Any, tokenizer: Any, stop_ids: tuple[int, ...]
+    s: TrainSettings,
+    model: Any,
+    tokenizer: Any,
+    stop_ids: tuple[int, ...],
+    base: Judged | None = None,
 ) -> dict[str, Any]:
-    """The run's start: the model judged as given and, with ``sft_tasks``, warm-started and
-    judged again. ``before`` is the model GRPO starts from; ``base`` the model as given."""
-    base = before = evaluate(model, tokenizer, stop_ids, s)
+    """The run's start: the model judged as given (or ``base``, that judgement made by another
+    run) and, with ``sft_tasks``, warm-started and judged again. ``before`` is the model GRPO
+    starts from; ``base`` the model as given."""
+    base = before = base or evaluate(model, tokenizer, stop_ids, s)
     warm: dict[str, Any] = {}
     if s.sft_tasks:
         shown = demonstrations(train_refs(s)[: s.sft_tasks], HARNESS)
@@ -302,11 +333,14 @@ def run(
     save: Path | None = None,
     resume: bool = False,
     name: str = "train-grpo-cpu",
+    before_from: Path | None = None,
 ) -> dict[str, Any]:
     """Judge, train, judge; writes ``{name}.json`` and its curve ``{name}.png`` into ``out``; with
     ``save`` the trained model (a folder ``--model`` loads) and its checkpoints. ``resume``
     continues the run saved in ``save`` from its latest checkpoint, with that run's settings
-    and model. A run stopped by ``stop_after`` returns ``stopped_at`` and judges nothing."""
+    and model. ``before_from``, another run's save folder, gives the judgement of the model as
+    given (:func:`judged_before`). A run stopped by ``stop_after`` returns ``stopped_at`` and
+    judges nothing."""
     import torch
 
     from envfactory.integrations.embedded import load
@@ -320,6 +354,8 @@ def run(
     check_disjoint(s.worlds, s.eval_worlds)
     for world in s.judged:
         judged_level(world, s.difficulty)  # refused before anything loads
+    given = str(Path(model_path).resolve()) if model_path else None  # found from anywhere
+    reused = judged_before(before_from, s, given) if before_from and start is None else None
     torch.manual_seed(s.seed)
     local = load(model_path)
     torch.set_num_threads(s.threads)
@@ -327,9 +363,9 @@ def run(
     started = time.perf_counter()
     if start is None:
         library = [p for p in os.environ.get(LIBRARY_ENV, "").split(os.pathsep) if p]
-        given = str(Path(model_path).resolve()) if model_path else None  # found from anywhere
         start = {"settings": s.model_dump(), "model_path": given, "library": library}
-        start |= begin(s, model, tokenizer, local.stop_ids)
+        start |= begin(s, model, tokenizer, local.stop_ids, reused)
+        start["before_from"] = str(before_from) if reused else None
         if save is not None:
             save.mkdir(parents=True, exist_ok=True)
             (save / RUN_FILE).write_text(json.dumps(start, indent=2) + "\n")
@@ -366,6 +402,7 @@ def run(
         "frontier": trained.frontier,
         "saved": str(save) if save else None,
         "resumed_from": checkpoint.name if checkpoint else None,
+        "before_from": start.get("before_from"),
         "settings": s.model_dump(),
         "harness": HARNESS.model_dump(mode="json"),
         "load_average": [round(x, 2) for x in os.getloadavg()],
