@@ -25,6 +25,7 @@ from envfactory.dashboard.diff import state_diff
 from envfactory.dashboard.episode import view
 from envfactory.dashboard.page import EPISODE_PAGE, OVERVIEW_PAGE
 from envfactory.dashboard.reader import RunReader
+from envfactory.dashboard.training import TrainingReader, is_training
 from envfactory.serving.auth import presented_token
 from envfactory.trajectory.record import EpisodeRecord
 
@@ -44,10 +45,11 @@ def _names(paths: Sequence[Path]) -> list[str]:
 
 @dataclass
 class Dashboard:
-    """The runs and curriculum files a dashboard shows."""
+    """The runs, training runs and curriculum files a dashboard shows."""
 
     runs: list[RunReader]
     curricula: list[Path] = field(default_factory=list)
+    trainings: list[TrainingReader] = field(default_factory=list)
     refresh_s: float = 2.0
     _cache: dict[tuple[int, str], tuple[int, Any]] = field(default_factory=dict)
 
@@ -55,9 +57,21 @@ class Dashboard:
     def open(
         cls, stores: Sequence[str | Path], curricula: Sequence[str | Path] = (), **kw: Any
     ) -> Dashboard:
-        paths = [Path(s).parent if Path(s).is_file() else Path(s) for s in stores]
-        runs = [RunReader.open(p, n) for p, n in zip(paths, _names(paths), strict=True)]
-        return cls(runs=runs, curricula=[Path(c) for c in curricula], **kw)
+        """Each path a trajectory store (a folder, or a file in it) or a training run (a save
+        folder or a result file: :mod:`envfactory.dashboard.training`, which raises
+        ``NotARun`` for a JSON file that is neither)."""
+        given = [Path(s) for s in stores]
+        trained = [is_training(p) for p in given]
+        paths = [
+            p.parent if p.is_file() and not t else p for p, t in zip(given, trained, strict=True)
+        ]
+        runs, trainings = [], []
+        for p, n, t in zip(paths, _names(paths), trained, strict=True):
+            if t:
+                trainings.append(TrainingReader.open(p, n))
+            else:
+                runs.append(RunReader.open(p, n))
+        return cls(runs, [Path(c) for c in curricula], trainings, **kw)
 
     def run(self, rid: int) -> RunReader:
         if not 0 <= rid < len(self.runs):
@@ -110,9 +124,16 @@ class Dashboard:
                 found += [p for p in frontiers.find_for(reader.path) if p not in found]
         return found
 
+    def training(self, tid: int) -> dict[str, Any]:
+        """A training run's state, step, reward by step, before and after."""
+        if not 0 <= tid < len(self.trainings):
+            raise HTTPException(404, f"no training run {tid}: there are {len(self.trainings)}")
+        return {"id": tid, "kind": "training", **self.trainings[tid].view()}
+
     def overview(self, window: int) -> dict[str, Any]:
         return {
             "runs": [self.summary(rid, window) for rid in range(len(self.runs))],
+            "trainings": [self.training(tid) for tid in range(len(self.trainings))],
             "curricula": [frontiers.read(p) for p in self.curricula_for()],
             "refresh_s": self.refresh_s,
         }
@@ -175,6 +196,14 @@ def create_app(dashboard: Dashboard, token: str | None = None) -> FastAPI:
     @app.get("/api/runs/{rid}")
     def run(rid: int) -> dict[str, Any]:
         return dashboard.summary(rid)
+
+    @app.get("/api/trainings")
+    def trainings() -> list[dict[str, Any]]:
+        return [dashboard.training(i) for i in range(len(dashboard.trainings))]
+
+    @app.get("/api/trainings/{tid}")
+    def training(tid: int) -> dict[str, Any]:
+        return dashboard.training(tid)
 
     @app.get("/api/runs/{rid}/cells")
     def cells(rid: int) -> list[dict[str, Any]]:

@@ -202,6 +202,51 @@ function runCard(run, color) {
       el('div', {class: 'err'}, run.skipped_lines + ' unreadable lines skipped') : null);
 }
 
+function held(h) {
+  return h ? `${pct(h.success)} [${pct(h.ci95[0])}, ${pct(h.ci95[1])}]` : '–';
+}
+
+// A training run: step of steps, held-out success before and after, pooled and per world.
+function trainingCard(t, color) {
+  const card = el('div', {class: 'card training', 'data-training': t.name,
+    'data-state': t.state, style: `border-top:4px solid ${color}`},
+    el('h3', {}, t.name), el('div', {class: 'muted'}, t.path));
+  if (t.error) { card.append(el('div', {class: 'err'}, t.error)); return card; }
+  const last = t.curve.length ? t.curve[t.curve.length - 1].reward : null;
+  const names = ws => ws.length > 3 ? `${ws.length} worlds` : ws.join(', ');
+  card.append(el('div', {class: 'big', 'data-key': 'step'}, `step ${t.step} of ${t.steps}`),
+    el('div', {class: 'muted'}, t.state === 'ended' ? `ended, ${t.minutes} min in all` :
+      'training: after is judged when the run ends'),
+    kv([['model', t.model || 'embedded'], ['trained on', names(t.train_worlds)],
+        ['judged on', names(t.eval_worlds)], ['last reward', fmt(last)],
+        ['updated', when(t.updated)]]));
+  if (!t.before) return card;
+  const table = el('table', {class: 'heldout', 'data-training': t.name}, el('tr', {},
+    ['test success (95% CI)', 'level', 'tasks', 'before', 'after', 'change']
+      .map((h, i) => el('th', {class: i ? '' : 'l'}, h))));
+  const row = (label, b, a, cls) => el('tr', {class: cls, 'data-world': label},
+    el('td', {class: 'l'}, label), el('td', {}, b.difficulty ?? '–'), el('td', {}, b.tasks),
+    el('td', {'data-key': 'before'}, held(b)), el('td', {'data-key': 'after'}, held(a)),
+    el('td', {}, a ? (a.success >= b.success ? '+' : '') + pct(a.success - b.success) : '–'));
+  const after = t.after || {pooled: null, per_world: {}};
+  table.append(row('pooled', t.before.pooled, after.pooled, 'all'));
+  for (const [w, b] of Object.entries(t.before.per_world)) {
+    table.append(row(w, b, after.per_world[w], ''));
+  }
+  card.append(table, el('div', {class: 'muted', 'data-key': 'separated'},
+    t.separated === null ? 'separated: once the run ends' : t.separated ?
+      'separated: after\'s interval lies above before\'s' :
+      'not separated: the intervals overlap (or after is lower)'));
+  return card;
+}
+
+function trainingChart(trainings) {
+  const series = trainings.map((t, i) => ({name: t.name, color: COLORS[i % COLORS.length],
+    points: t.curve.map(p => [p.step, p.reward])}));
+  return lineChart('training reward by GRPO step (mean of the step\'s episodes)', series,
+    {ylo: 0, yhi: 1, xlo: 0, yticks: [0, 0.25, 0.5, 0.75, 1], xlabel: 'GRPO step'});
+}
+
 function charts(runs) {
   const box = el('div', {class: 'side'});
   const byTime = state.x === 'time';
@@ -328,6 +373,7 @@ function filters() {
   runSel.replaceChildren(...o.runs.map(r => el('option', {value: r.id}, r.name)));
   runSel.value = state.run;
   const run = o.runs[state.run] || o.runs[0];
+  if (!run) return;  // training runs only
   options(document.getElementById('f-env'), [...new Set(run.cells.map(c => c.env))].sort(),
     state.env, 'every world');
   options(document.getElementById('f-difficulty'),
@@ -366,7 +412,7 @@ async function refresh() {
   const text = JSON.stringify([o, state.x]);
   if (text !== lastText) render(o);  // unchanged data: the page is left as it is
   lastText = text;
-  await episodes();
+  if (o.runs.length) await episodes();
   const s = document.getElementById('status');
   s.classList.remove('err');
   s.textContent =
@@ -380,6 +426,9 @@ function render(o) {
   document.getElementById('runs').replaceChildren(...o.runs.map((r, i) => runCard(r, colors(i))));
   document.getElementById('charts').replaceChildren(charts(o.runs));
   document.getElementById('tables').replaceChildren(...o.runs.map(matrix));
+  document.getElementById('training-section').hidden = !o.trainings.length;
+  document.getElementById('trainings').replaceChildren(...(o.trainings.length ?
+    [trainingChart(o.trainings), ...o.trainings.map((t, i) => trainingCard(t, colors(i)))] : []));
   const cur = [...o.curricula.map(curriculumCard),
     ...o.runs.filter(r => r.rounds.length).map(roundsTable)];
   document.getElementById('curricula').replaceChildren(...(cur.length ? cur :
@@ -623,6 +672,8 @@ OVERVIEW_PAGE = _page(
     "envfactory dashboard",
     """
 <section><h2>Runs</h2><div id="runs" class="side"></div></section>
+<section id="training-section" hidden><h2>Training</h2>
+ <div id="trainings" class="side"></div></section>
 <section><h2>Reward and success over time</h2>
  <div class="controls">
   <label>x axis <select id="x-axis"><option value="time">time</option>
