@@ -189,6 +189,7 @@ def test_a_result_file_alone_and_what_is_refused(tmp_path: Path) -> None:
     (bad / RUN_FILE).write_text(json.dumps(run))
     t = Dashboard.open([bad]).training(0)
     assert t["state"] == "unreadable" and "run.json does not read" in t["error"]
+    assert t.keys() == board.training(0).keys() and t["curve"] == [] and t["before"] is None
 
     (other := tmp_path / "notes.json").write_text('{"worlds": 40}')
     with pytest.raises(NotARun, match="neither a trajectory store nor a training run"):

@@ -135,6 +135,7 @@ class TrainingReader:
         mid-write is read again next time."""
         stamp = _stamp(path)
         if stamp is None:
+            self._seen.pop(path, None)  # a checkpoint removed when the next one was saved
             return None
         seen = self._seen.get(path)
         if seen is not None and seen[0] == stamp:
@@ -189,7 +190,19 @@ class TrainingReader:
             return out | _figures(start, state, result)
         except (ValidationError, TypeError, KeyError, AttributeError, ValueError) as exc:
             what = "result" if is_result(result) else RUN_FILE
-            return out | {"state": "unreadable", "error": f"its {what} does not read: {exc}"}
+            error = f"its {what} does not read: {exc}"
+            return out | UNREADABLE | {"error": error}
+
+
+UNREADABLE: dict[str, Any] = {
+    "state": "unreadable",
+    "step": 0,
+    "steps": 0,
+    "train_worlds": [],
+    "eval_worlds": [],
+    "curve": [],
+    **dict.fromkeys(("model", "before", "after", "separated", "minutes")),
+}  # the keys of a readable run, so that a script reads every run alike
 
 
 def _curve(state: dict[str, Any] | None, result: dict[str, Any] | None) -> list[dict[str, Any]]:
