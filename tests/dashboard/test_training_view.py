@@ -238,7 +238,14 @@ def test_the_page_shows_the_training_section(store: Path, tmp_path: Path, driver
         WebDriverWait(driver, 20, 0.1).until(lambda d: shown().get("step") == "step 1 of 3")
         page = shown()
         assert page["pooled/before"] == "15% [5%, 36%]" and page["hotel/after"] == "–"
+        assert page["pooled/change"] == "–"
         assert page["lines"] == "model:1" and page["rollout"] == 1  # the rollout run beside it
         checkpoint(save, 2)
         WebDriverWait(driver, 20, 0.1).until(lambda d: shown().get("step") == "step 2 of 3")
         assert shown()["lines"] == "model:2"
+        checkpoint(save, 3)
+        finish(tmp_path, saved=str(save))  # the run ends: after beside before
+        WebDriverWait(driver, 20, 0.1).until(lambda d: shown().get("pooled/after", "–") != "–")
+        page = shown()
+        assert (page["pooled/after"], page["pooled/change"]) == ("85% [64%, 95%]", "+70 pts")
+        assert page["step"] == "step 3 of 3" and page["lines"] == "model:3"

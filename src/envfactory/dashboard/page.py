@@ -222,12 +222,13 @@ function trainingCard(t, color) {
         ['updated', when(t.updated)]]));
   if (!t.before) return card;
   const table = el('table', {class: 'heldout', 'data-training': t.name}, el('tr', {},
-    ['test success (95% CI)', 'level', 'tasks', 'before', 'after', 'change']
+    ['test success (95% CI)', 'level', 'tasks', 'before', 'after', 'change (points)']
       .map((h, i) => el('th', {class: i ? '' : 'l'}, h))));
   const row = (label, b, a, cls) => el('tr', {class: cls, 'data-world': label},
     el('td', {class: 'l'}, label), el('td', {}, b.difficulty ?? '–'), el('td', {}, b.tasks),
     el('td', {'data-key': 'before'}, held(b)), el('td', {'data-key': 'after'}, held(a)),
-    el('td', {}, a ? (a.success >= b.success ? '+' : '') + pct(a.success - b.success) : '–'));
+    el('td', {'data-key': 'change'}, a ? (a.success >= b.success ? '+' : '−') +
+      Math.round(100 * Math.abs(a.success - b.success)) + ' pts' : '–'));
   const after = t.after || {pooled: null, per_world: {}};
   table.append(row('pooled', t.before.pooled, after.pooled, 'all'));
   for (const [w, b] of Object.entries(t.before.per_world)) {
