@@ -22,6 +22,7 @@ from envfactory.training.grpo_cpu import (
     TrainSettings,
     run,
     save_model,
+    train_refs,
 )
 from envfactory.training.judge import NotJudgeable, judge, judged_level
 
@@ -177,6 +178,15 @@ def test_a_run_takes_its_start_s_judgement_from_another_run(
     with pytest.raises(NotReusable, match="the model"):
         run(settings(1), tmp_path / "no", None, before_from=folder)
     assert not (tmp_path / "no").exists()
+
+
+def test_a_world_without_a_level_climbs_its_own() -> None:
+    """``--levels 0,1`` over worlds of which one has no starter level: that one climbs the
+    levels it has (the curriculum's and the warm start's tasks alike), the others all."""
+    s = TrainSettings(worlds=["tau2-retail", "hotel"], levels=[0, 1])
+    assert s.climbs_of("tau2-retail") == [1] and s.climbs_of("hotel") == [0, 1]
+    drawn = {(r.env_id, r.difficulty) for r in train_refs(s)}
+    assert drawn == {("tau2-retail", 1), ("hotel", 0), ("hotel", 1)}
 
 
 def test_a_stopped_run_resumes_from_its_checkpoint(

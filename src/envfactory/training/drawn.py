@@ -13,7 +13,7 @@ would have drawn.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +37,10 @@ def slot_rows(n: int) -> list[dict[str, Any]]:
     return [{"prompt": _row(f"{SLOT}-{i}")} for i in range(n)]
 
 
-def new_curriculum(worlds: Sequence[str], levels: Sequence[int], seed: int) -> Curriculum:
-    """A fresh curriculum (in memory) over ``worlds``, each climbing ``levels``."""
+def new_curriculum(climbs: Mapping[str, Sequence[int]], seed: int) -> Curriculum:
+    """A fresh curriculum (in memory) over the worlds of ``climbs``, each climbing its levels."""
     curriculum = Curriculum(":memory:", CurriculumConfig(), seed=seed)
-    for world in worlds:
+    for world, levels in climbs.items():
         curriculum.add(world, list(levels))
     return curriculum
 

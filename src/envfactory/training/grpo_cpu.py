@@ -77,6 +77,12 @@ class TrainSettings(BaseModel):
     def climbs(self) -> list[int]:
         return self.levels or [self.difficulty]
 
+    def climbs_of(self, world: str) -> list[int]:
+        """The levels ``world`` climbs: those of :attr:`climbs` it has, or else its first level
+        above them (tau2-retail has no starter level)."""
+        has = make(world).difficulties
+        return [lv for lv in self.climbs if lv in has] or [judged_level(world, min(self.climbs))]
+
 
 class WorldsOverlap(EnvFactoryError):
     """A world is both trained on and judged as an evaluation world."""
@@ -135,7 +141,7 @@ def train_refs(s: TrainSettings) -> list[TaskRef]:
     cells: list[list[TaskRef]] = []
     for world in s.worlds:
         env = make(world)
-        for level in s.climbs:
+        for level in s.climbs_of(world):
             n = env.capacity("train", level) or 512
             refs = [TaskRef(world, "train", level, i) for i in range(n)]
             random.Random(s.seed).shuffle(refs)
@@ -193,7 +199,9 @@ def trainer_for(
         )
 
     curriculum = (
-        curriculum_at(checkpoint) if checkpoint else new_curriculum(s.worlds, s.climbs, s.seed)
+        curriculum_at(checkpoint)
+        if checkpoint
+        else new_curriculum({w: s.climbs_of(w) for w in s.worlds}, s.seed)
     )
     inner = EnvfactoryRollout(policy, harness=HARNESS, config=EngineConfig(concurrency=64))
     rollout = CurriculumRollout(inner, curriculum, s.worlds)
