@@ -76,7 +76,12 @@ def bench_grpo_step(
 
     from envfactory.integrations.embedded import load
     from envfactory.integrations.local_model import TransformersPolicy
-    from envfactory.training.grpo_cpu import TrainSettings, idle_cores, trainer_for
+    from envfactory.training.grpo_cpu import (
+        REWARD_LOG,
+        TrainSettings,
+        idle_cores,
+        trainer_for,
+    )
 
     s = TrainSettings(
         worlds=[world],
@@ -123,7 +128,7 @@ def bench_grpo_step(
     spent["episodes"] -= spent["generation"]  # the rollouts' time beside the model's
     spent["other"] = sum(walls) - sum(spent[p] for p in PARTS if p != "other")
     total = sum(walls) or 1.0
-    key = "rewards/verdict_reward/mean"
+    key = f"{REWARD_LOG}/mean"
     return GrpoStepBench(
         model=local.name,
         world=world,

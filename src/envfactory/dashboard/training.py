@@ -21,11 +21,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from envfactory.contract.errors import EnvFactoryError
-from envfactory.training.grpo_cpu import CHECKPOINTS, RUN_FILE
+from envfactory.training.grpo_cpu import CHECKPOINTS, REWARD_LOG, RUN_FILE
 from envfactory.training.judge import Held, Judged
 
-REWARD = "rewards/verdict_reward/mean"  # the log key grpo_cpu's curve is read from
-REWARD_STD = "rewards/verdict_reward/std"
+REWARD, REWARD_STD = f"{REWARD_LOG}/mean", f"{REWARD_LOG}/std"  # grpo_cpu's curve is the mean
 STATE = "trainer_state.json"  # in each checkpoint: TRL's log of every step
 RESULT_KEYS = frozenset({"curve", "before", "after", "settings"})
 RESULT_MAX = 4 << 20  # bytes: a result is far smaller (a tokenizer.json beside it is not)

@@ -151,6 +151,7 @@ def train_refs(s: TrainSettings) -> list[TaskRef]:
 
 CHECKPOINTS = "checkpoints"  # inside a save folder: the trainer's checkpoints
 RUN_FILE = "run.json"  # inside a save folder: the settings, the base model and ``before``
+REWARD_LOG = "rewards/verdict_reward"  # TRL's log keys of the reward: REWARD_LOG + "/mean", "/std"
 
 
 class Trained(BaseModel):
@@ -256,7 +257,7 @@ def grpo(
     trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     if s.lora_rank:
         trainer.model.merge_and_unload()  # in place: ``model`` holds the merged weights
-    key = "rewards/verdict_reward/mean"
+    key = f"{REWARD_LOG}/mean"
     state = curriculum.state()
     return Trained(
         curve=[float(h[key]) for h in trainer.state.log_history if key in h],
