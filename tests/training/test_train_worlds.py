@@ -180,6 +180,49 @@ def test_a_run_takes_its_start_s_judgement_from_another_run(
     assert not (tmp_path / "no").exists()
 
 
+def test_the_transfer_report_holds_the_contract_and_refuses_what_is_not_comparable(
+    straight: tuple[Path, dict[str, Any]], tiny: Path, tmp_path: Path
+) -> None:
+    """``python -m envfactory.training.transfer``: the main run's contract keys, each ablation
+    by name, a plot beside it; an ablation trained for other steps is refused (exit 2)."""
+    import subprocess
+    import sys
+
+    folder, whole = straight
+    less = settings(2).model_copy(update={"worlds": ["retail"]})  # as the ablations run
+    one = run(less, tmp_path, str(tiny), before_from=folder)
+    files = {
+        "main": whole,
+        "one": one,
+        "longer": one | {"settings": one["settings"] | {"steps": 3}},
+    }
+    for name, result in files.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(result))
+
+    def report(*ablations: str) -> subprocess.CompletedProcess[str]:
+        named = [f"--ablation={a}={tmp_path / a}.json" for a in ablations]
+        command = [
+            sys.executable,
+            "-m",
+            "envfactory.training.transfer",
+            str(tmp_path / "main.json"),
+        ]
+        out = ["--out", str(tmp_path / "report" / "transfer.json")]
+        return subprocess.run(command + named + out, capture_output=True, text=True, check=False)
+
+    done = report("one")
+    assert done.returncode == 0, done.stderr
+    kept = json.loads((tmp_path / "report" / "transfer.json").read_text())
+    contract = {"train_worlds", "eval_worlds", "model", "minutes", "before", "after", "per_world"}
+    assert contract | {"ablation"} <= kept.keys()
+    assert kept["before"] == whole["before"] and kept["after"] == whole["after"]
+    assert kept["ablation"]["one"]["train_worlds"] == ["retail"]
+    assert kept["ablation"]["one"]["after"] == one["after"]
+    assert (tmp_path / "report" / "transfer.png").read_bytes()[:4] == b"\x89PNG"
+    refused = report("longer")
+    assert refused.returncode == 2 and "steps" in refused.stderr
+
+
 def test_a_world_without_a_level_climbs_its_own() -> None:
     """``--levels 0,1`` over worlds of which one has no starter level: that one climbs the
     levels it has (the curriculum's and the warm start's tasks alike), the others all."""

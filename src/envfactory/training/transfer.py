@@ -1,0 +1,121 @@
+"""The transfer experiment's report (issue 45): the main run (trained on synthesised worlds,
+judged on hand-written ones it never saw) and its ablations at the same step budget (one
+synthesised world; the judged worlds' own train tasks), as one JSON of the contract and one
+plot of success per world.
+
+    python -m envfactory.training.transfer runs/transfer/transfer-grpo-cpu.json \\
+        --ablation one_world=runs/ablation-one/ablation-one-world.json \\
+        --ablation in_domain=runs/ablation-indomain/ablation-in-domain.json \\
+        --out docs/results/transfer-grpo-cpu.json
+
+Each input is a result ``envfactory train`` wrote. The report refuses runs that are not
+comparable: judged on other worlds, other tasks or levels, or trained for another number of
+steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from envfactory.contract.errors import EnvFactoryError
+
+KEPT = ("train_worlds", "eval_worlds", "model", "minutes", "before", "after", "per_world")
+MORE = ("separated", "in_domain", "train_minutes", "curve", "episodes", "settings")
+SAME = ("steps", "prompts_per_step", "group_size", "eval_tasks", "difficulty", "max_new_tokens")
+
+
+class NotComparable(EnvFactoryError):
+    """An ablation was judged or trained otherwise than the main run."""
+
+
+def comparable(main: Mapping[str, Any], name: str, other: Mapping[str, Any]) -> None:
+    """Raise :class:`NotComparable` naming what differs between ``other`` and ``main``."""
+    differs = [k for k in SAME if other["settings"][k] != main["settings"][k]]
+    differs += ["the judged worlds"] * (sorted(other["eval_worlds"]) != sorted(main["eval_worlds"]))
+    differs += ["the model"] * (other["model"] != main["model"])
+    if differs:
+        raise NotComparable(
+            f"ablation {name}: not comparable with the main run ({', '.join(differs)})"
+        )
+
+
+def report(main: Mapping[str, Any], ablations: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The contract's keys from ``main`` (with the rest of its record), and under ``ablation``
+    each comparable ablation's runs, by name."""
+    for name, other in ablations.items():
+        comparable(main, name, other)
+    kept = {k: main[k] for k in (*KEPT, *MORE) if k in main}
+    return kept | {
+        "ablation": {
+            name: {k: other[k] for k in (*KEPT, *MORE) if k in other and k != "settings"}
+            for name, other in ablations.items()
+        }
+    }
+
+
+def plot(result: Mapping[str, Any], path: str) -> str:
+    """Test success per judged world and pooled: before, and after each run, with the pooled
+    95% intervals."""
+    from matplotlib.figure import Figure
+
+    runs = {"main (synthesised worlds)": result} | dict(result["ablation"])
+    worlds = list(result["per_world"])
+    rows = ["pooled", *worlds]
+    fig = Figure(figsize=(9, 0.42 * len(rows) + 1.6), dpi=110)
+    ax = fig.subplots()
+    bars = [("before", result, "before")] + [(f"after: {n}", r, "after") for n, r in runs.items()]
+    height = 0.8 / len(bars)
+    for i, (label, run, key) in enumerate(bars):
+        ys = [row + (i - (len(bars) - 1) / 2) * height for row in range(len(rows))]
+        held = [run[key]] + [run["per_world"][w][key] for w in worlds]
+        ax.barh(ys, [h["success"] for h in held], height, label=label)
+        low, high = run[key]["ci95"]
+        ax.errorbar(
+            [run[key]["success"]],
+            ys[:1],
+            xerr=[[run[key]["success"] - low], [high - run[key]["success"]]],
+            fmt="none",
+            ecolor="black",
+            capsize=3,
+        )
+    tasks = [result["after"]["tasks"]] + [result["per_world"][w]["after"]["tasks"] for w in worlds]
+    ax.set_yticks(range(len(rows)), [f"{w} ({n})" for w, n in zip(rows, tasks, strict=True)])
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("greedy test success (tasks; pooled with its 95% interval)")
+    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=8)
+    fig.suptitle(f"Transfer: {result['model']}, {result['settings']['steps']} GRPO steps each")
+    fig.tight_layout()
+    fig.savefig(path)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("main", type=Path, help="the main run's result (train's OUT/NAME.json)")
+    parser.add_argument(
+        "--ablation", action="append", default=[], metavar="NAME=RESULT", help="an ablation run"
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the report (a .png beside it)")
+    args = parser.parse_args()
+    named = dict(a.split("=", 1) for a in args.ablation)
+    ablations = {n: json.loads(Path(p).read_text()) for n, p in named.items()}
+    try:
+        result = report(json.loads(args.main.read_text()), ablations)
+    except NotComparable as exc:
+        parser.exit(2, f"{exc}\n")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(
+        json.dumps(
+            {"report": str(args.out), "plot": plot(result, str(args.out.with_suffix(".png")))}
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
