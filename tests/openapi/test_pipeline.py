@@ -181,3 +181,28 @@ def test_a_bad_document_never_crashes(tmp_path: Path) -> None:
     assert import_one(deep, "deep.json", Settings()).reason == "malformed"
     slow = import_one(SPECS / "clinic-oas3.yaml", "clinic-oas3.yaml", Settings(timeout=0.05))
     assert slow.reason == "timeout"
+
+
+def test_the_limit_counts_a_document_s_cpu_time_not_its_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A document that waits (as one does on a busy machine) past the limit is not timed out;
+    one that computes past it is. The document's work is stood in for by a sleep and a loop."""
+    import time
+
+    from envfactory.openapi import pipeline
+
+    def waits(*_: Any) -> None:
+        time.sleep(0.6)
+
+    def computes(*_: Any) -> None:
+        end = time.process_time() + 0.6
+        while time.process_time() < end:
+            pass
+
+    monkeypatch.setattr(pipeline, "_run", waits)
+    waited = import_one(SPECS / "clinic-oas3.yaml", "clinic-oas3.yaml", Settings(timeout=0.2))
+    assert waited.reason is None and waited.seconds >= 0.6
+    monkeypatch.setattr(pipeline, "_run", computes)
+    computed = import_one(SPECS / "clinic-oas3.yaml", "clinic-oas3.yaml", Settings(timeout=0.2))
+    assert computed.reason == "timeout" and computed.cpu_seconds < 0.6

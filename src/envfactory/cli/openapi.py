@@ -49,7 +49,7 @@ def import_cmd(
     diversity: int = typer.Option(
         150, "--diversity", min=10, max=1000, help="Tasks sampled for the diversity checks."
     ),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds allowed per document."),
+    timeout: float = typer.Option(120.0, "--timeout", help="CPU seconds allowed per document."),
     json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
     compact: Path | None = typer.Option(
         None, "--summary", help="Also write a compact report (one short row per document)."
