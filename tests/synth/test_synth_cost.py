@@ -3,12 +3,18 @@ kept thing must follow the world it was made for, and give what a fresh computat
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import random
+from hashlib import blake2b
 from itertools import islice
 
 import pytest
 
+from envfactory.contract.tasks import TargetChange
 from envfactory.db.environment import DatabaseEnvironment
+from envfactory.db.tasks import _Instance, _Reject, _states_an_answer, fingerprint
+from envfactory.domain.expr import ExprError
 from envfactory.domain.loader import parse_domain
 from envfactory.policies.exploits import FuzzArguments, Knowledge, batches, candidates, interleave
 from envfactory.quality.search.counterfactual import _Candidates
@@ -19,6 +25,7 @@ from envfactory.quality.stats import binomial_tail, upper_bound
 from envfactory.registry import make
 from envfactory.synth.compose import synthesize
 from envfactory.synth.environment import SynthEnvironment
+from envfactory.verify.spoken import stated_in
 
 
 def _world(index: int) -> SynthEnvironment:
@@ -90,3 +97,63 @@ def test_upper_bound_is_the_same_when_asked_again() -> None:
         if values and sum(values) < len(values):
             # the bound is where seeing the sum or less is as rare as 5%
             assert 1.0 - binomial_tail(sum(values) + 1, len(values), first) <= 0.05 + 1e-3
+
+
+def test_fingerprint_is_the_hash_of_its_parts_sorted_as_json() -> None:
+    rng = random.Random(3)
+    for _ in range(30):
+        target = [
+            TargetChange(
+                table=rng.choice(["orders", "items"]),
+                id=f"ORD-{rng.randint(1, 9)}",
+                before=rng.choice([None, {"id": "x", "qty": rng.randint(0, 3), "p": 1.5}]),
+                after=rng.choice([None, {"id": "x", "note": 'é, "q"', "d": dt.date(2026, 1, 2)}]),
+            )
+            for _ in range(rng.randint(0, 4))
+        ]
+        questions = [["goal", "ORD-1", rng.choice([3, 2.5, "Yes", None])]] * rng.randint(0, 2)
+        parts = [
+            [c.table, None, None, {k: v for k, v in c.after.items() if k != "id"}]
+            if c.before is None and c.after is not None
+            else [c.table, c.id, c.before, c.after]
+            for c in target
+        ]
+        parts.sort(key=lambda p: json.dumps(p, sort_keys=True, default=str))
+        text = json.dumps([parts, questions], sort_keys=True, default=str)
+        assert fingerprint(target, questions) == blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def test_a_new_sub_goal_is_checked_against_every_request_and_answer(
+    worlds: tuple[SynthEnvironment, SynthEnvironment],
+) -> None:
+    goal = worlds[0].factory.goals[0]
+    rng = random.Random(5)
+    texts = ["Refund 6 items.", "Is it open?", "Move it to March 3.", "How many are left?"]
+    for _ in range(200):
+        made = [
+            _Instance(goal, [], rng.choice(texts), {}, answer=rng.choice([None, 6, "yes", 3]))
+            for _ in range(rng.randint(1, 4))
+        ]
+        *chosen, new = made
+        if any(stated_in(c.text, a.answer) for c in chosen for a in chosen if a.answer is not None):
+            continue  # chosen sub-goals never state an answer: each was checked when added
+        every = any(stated_in(c.text, a.answer) for c in made for a in made if a.answer is not None)
+        assert _states_an_answer(chosen, new) == every
+
+
+def test_bindings_that_draw_nothing_ignore_the_rng(
+    worlds: tuple[SynthEnvironment, SynthEnvironment],
+) -> None:
+    factory = worlds[0].factory
+    undrawn = [g for g in factory.goals if not g.draws]
+    assert undrawn and any(g.draws for g in factory.goals)
+    for goal in undrawn:
+        rows = factory.world.base.rows[goal.spec.anchor.entity]
+        table = factory.world.tables[goal.spec.anchor.entity]
+        for values in list(rows.values())[:5]:
+            row = table.to_row(values)
+            try:
+                first = factory._bind(goal, row, random.Random(0))
+            except (_Reject, ExprError):
+                continue
+            assert factory._bind(goal, row, random.Random(99)) == first
