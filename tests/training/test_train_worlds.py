@@ -224,12 +224,13 @@ def test_the_transfer_report_holds_the_contract_and_refuses_what_is_not_comparab
 
 
 def test_a_world_without_a_level_climbs_its_own() -> None:
-    """``--levels 0,1`` over worlds of which one has no starter level: that one climbs the
-    levels it has (the curriculum's and the warm start's tasks alike), the others all."""
-    s = TrainSettings(worlds=["tau2-retail", "hotel"], levels=[0, 1])
-    assert s.climbs_of("tau2-retail") == [1] and s.climbs_of("hotel") == [0, 1]
+    """``--levels 0,1`` over worlds of which one has no starter level (negotiation's start at
+    1, as tau2-retail's do): that one climbs the levels it has (the curriculum's and the warm
+    start's tasks alike), the others all."""
+    s = TrainSettings(worlds=["negotiation", "hotel"], levels=[0, 1])
+    assert s.climbs_of("negotiation") == [1] and s.climbs_of("hotel") == [0, 1]
     drawn = {(r.env_id, r.difficulty) for r in train_refs(s)}
-    assert drawn == {("tau2-retail", 1), ("hotel", 0), ("hotel", 1)}
+    assert drawn == {("negotiation", 1), ("hotel", 0), ("hotel", 1)}
 
 
 def test_a_stopped_run_resumes_from_its_checkpoint(
