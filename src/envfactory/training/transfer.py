@@ -24,7 +24,7 @@ from typing import Any
 from envfactory.contract.errors import EnvFactoryError
 
 KEPT = ("train_worlds", "eval_worlds", "model", "minutes", "before", "after", "per_world")
-MORE = ("separated", "in_domain", "train_minutes", "curve", "episodes", "settings")
+MORE = ("separated", "in_domain", "train_minutes", "curve", "episodes", "frontier", "settings")
 SAME = ("steps", "prompts_per_step", "group_size", "eval_tasks", "difficulty", "max_new_tokens")
 
 
