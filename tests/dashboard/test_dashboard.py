@@ -244,18 +244,6 @@ def command(runs: dict[str, Any]) -> str:
 # -- the pages in Chromium --------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    from envfactory.web.browser import launch
-
-    chrome = launch()
-    chrome.set_window_size(1400, 1600)
-    try:
-        yield chrome
-    finally:
-        chrome.quit()
-
-
 def wait(driver: Any, condition: Any, seconds: float = 20) -> Any:
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait

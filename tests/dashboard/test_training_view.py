@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -198,18 +197,6 @@ def test_a_result_file_alone_and_what_is_refused(tmp_path: Path) -> None:
     assert refused.exit_code == 2 and "neither a trajectory store" in refused.output
     missing = CliRunner().invoke(cli, ["dashboard", str(tmp_path / "nothing")])
     assert missing.exit_code == 2 and "no trajectory store or training run" in missing.output
-
-
-@pytest.fixture
-def driver() -> Iterator[Any]:
-    from envfactory.web.browser import launch
-
-    chrome = launch()
-    chrome.set_window_size(1400, 1400)
-    try:
-        yield chrome
-    finally:
-        chrome.quit()
 
 
 @CHROMIUM
