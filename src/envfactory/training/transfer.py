@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from envfactory.contract.errors import EnvFactoryError
+from envfactory.training.grpo_cpu import JUDGING
 
 KEPT = ("train_worlds", "eval_worlds", "model", "minutes", "before", "after", "per_world")
 MORE = ("separated", "in_domain", "train_minutes", "curve", "episodes", "frontier", "settings")
-SAME = ("steps", "prompts_per_step", "group_size", "eval_tasks", "difficulty", "max_new_tokens")
+SAME = (*JUDGING, "steps", "prompts_per_step", "group_size")  # what runs compared share
 
 
 class NotComparable(EnvFactoryError):
