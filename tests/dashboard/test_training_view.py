@@ -20,6 +20,7 @@ from envfactory.cli.main import app as cli
 from envfactory.dashboard.app import Dashboard
 from envfactory.dashboard.server import running
 from envfactory.dashboard.training import NotARun
+from envfactory.integrations.embedded import EMBEDDED_NAME
 from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.quality.stats import wilson
 from envfactory.rollout.plan import plan_tasks
@@ -137,6 +138,7 @@ def test_a_training_run_is_followed_beside_a_rollout_run(store: Path, tmp_path: 
         assert t["before"]["pooled"]["tasks"] == 20 and t["before"]["pooled"]["success"] == 0.15
         assert t["before"]["per_world"]["hotel"]["ci95"] == list(wilson(2, 10))
         assert (t["train_worlds"], t["eval_worlds"]) == (SETTINGS.worlds, ["hotel", "retail"])
+        assert t["model"] == EMBEDDED_NAME  # run.json names no model path: the embedded one
 
         for step in (1, 2):  # a checkpoint appears between two requests
             checkpoint(save, step)

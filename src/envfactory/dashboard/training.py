@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from envfactory.contract.errors import EnvFactoryError
+from envfactory.integrations.embedded import EMBEDDED_NAME
 from envfactory.training.grpo_cpu import CHECKPOINTS, REWARD_LOG, RUN_FILE
 from envfactory.training.judge import Held, Judged
 
@@ -69,6 +70,14 @@ def is_training(path: Path) -> bool:
             "train's --save folder or its result OUT/NAME.json)"
         )
     return False
+
+
+def model_of(start: Any) -> str | None:
+    """The model a run started from, by its ``run.json``: a folder or file it was given, or the
+    embedded model (no path)."""
+    if not isinstance(start, dict):
+        return None
+    return start.get("model_path") or EMBEDDED_NAME
 
 
 def names_folder(saved: Any, folder: Path) -> bool:
@@ -251,7 +260,7 @@ def _figures(
         "state": "ended" if result else "training" if start else "starting",
         "step": step,
         "steps": steps,
-        "model": (result or {}).get("model") or (start or {}).get("model_path"),
+        "model": (result or {}).get("model") or model_of(start),
         "train_worlds": settings.get("worlds", []),
         "eval_worlds": settings.get("eval_worlds") or settings.get("worlds", []),
         "curve": _curve(state, result),
