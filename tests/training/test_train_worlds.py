@@ -20,6 +20,7 @@ from envfactory.training.grpo_cpu import (
     NothingToResume,
     NotReusable,
     TrainSettings,
+    judged_before,
     run,
     save_model,
     train_refs,
@@ -178,6 +179,13 @@ def test_a_run_takes_its_start_s_judgement_from_another_run(
     with pytest.raises(NotReusable, match="the model"):
         run(settings(1), tmp_path / "no", None, before_from=folder)
     assert not (tmp_path / "no").exists()
+    (tmp_path / "result.json").write_text(json.dumps(whole))  # a result outlives its folder
+    given = str(tiny.resolve())
+    from_result = judged_before(tmp_path / "result.json", less, given)
+    assert from_result == judged_before(folder, less, given)
+    (tmp_path / "unnamed.json").write_text(json.dumps(whole | {"model_path": "elsewhere"}))
+    with pytest.raises(NotReusable, match="the model"):
+        judged_before(tmp_path / "unnamed.json", less, given)
 
 
 def test_the_transfer_report_holds_the_contract_and_refuses_what_is_not_comparable(

@@ -55,8 +55,9 @@ def train(
     before_from: Path | None = typer.Option(
         None,
         "--before-from",
-        help="Another run's save folder: take its judgement of the model as given instead of "
-        "judging again (refused unless it judged the same model, worlds, tasks and level).",
+        help="Another run's save folder or result file: take its judgement of the model as "
+        "given instead of judging again (refused unless it judged the same model, worlds, "
+        "tasks and level).",
     ),
     checkpoint_every: int = typer.Option(
         1, "--checkpoint-every", min=1, help="With --save: steps between checkpoints."

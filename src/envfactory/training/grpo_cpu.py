@@ -270,22 +270,28 @@ def grpo(
 JUDGING = ("eval_tasks", "difficulty", "max_new_tokens")  # with the worlds: what decides a score
 
 
-def judged_before(folder: Path, s: TrainSettings, model_path: str | None) -> Judged:
-    """The judgement of the model as given that another run saved in ``folder`` (its
-    ``run.json``), when that run judged the same model on the same worlds in the same way and
-    warm-started nothing (its ``before`` is then the model as given); :class:`NotReusable`
-    naming what differs otherwise. Runs that differ only in what they train on (the
-    ablations) share one judgement of the model they start from."""
-    if not (folder / RUN_FILE).is_file():
-        raise NotReusable(f"--before-from {folder}: no {RUN_FILE} (a save folder of train)")
-    other = json.loads((folder / RUN_FILE).read_text())
+def judged_before(source: Path, s: TrainSettings, model_path: str | None) -> Judged:
+    """The judgement of the model as given that another run recorded in ``source`` (its save
+    folder's ``run.json``, or a result it wrote: ``OUT/NAME.json`` or the transfer report),
+    when that run judged the same model on the same worlds in the same way and warm-started
+    nothing (its ``before`` is then the model as given); :class:`NotReusable` naming what
+    differs otherwise. Runs that differ only in what they train on (the ablations) share one
+    judgement of the model they start from, and a result file outlives the machine that
+    trained it."""
+    record = source / RUN_FILE if source.is_dir() else source
+    if not record.is_file():
+        raise NotReusable(f"--before-from {source}: neither a save folder of train nor a result")
+    other = json.loads(record.read_text())
     theirs = TrainSettings.model_validate(other["settings"])
     differs = [k for k in JUDGING if getattr(theirs, k) != getattr(s, k)]
     differs += ["the judged worlds"] * (sorted(theirs.judged) != sorted(s.judged))
-    differs += ["the model"] * (other["model_path"] != model_path)
+    differs += ["the model"] * (other.get("model_path", "unnamed") != model_path)
     differs += ["sft_tasks (its before is a warm-started model)"] * bool(theirs.sft_tasks)
     if differs:
-        raise NotReusable(f"--before-from {folder}: it judged otherwise ({', '.join(differs)})")
+        raise NotReusable(f"--before-from {source}: it judged otherwise ({', '.join(differs)})")
+    if "per_world" in other:  # a result: each world's before beside its after
+        per_world = {w: h["before"] for w, h in other["per_world"].items()}
+        return Judged(pooled=other["before"], per_world=per_world)
     return Judged.model_validate(other["before"])
 
 
@@ -393,6 +399,7 @@ def run(
         "in_domain": not s.eval_worlds,
         "world": ",".join(s.worlds),
         "model": local.name,
+        "model_path": given,
         "minutes": round((time.perf_counter() - started) / 60, 1),
         "train_minutes": round(train_minutes, 1),
         "before": before.pooled.model_dump(mode="json"),

@@ -25,7 +25,10 @@ from envfactory.contract.errors import EnvFactoryError
 from envfactory.training.grpo_cpu import JUDGING
 
 KEPT = ("train_worlds", "eval_worlds", "model", "minutes", "before", "after", "per_world")
-MORE = ("separated", "in_domain", "train_minutes", "curve", "episodes", "frontier", "settings")
+MORE = (
+    "model_path", "separated", "in_domain", "train_minutes", "curve", "episodes", "frontier",
+    "settings",
+)  # fmt: skip
 SAME = (*JUDGING, "steps", "prompts_per_step", "group_size")  # what runs compared share
 
 
