@@ -253,6 +253,7 @@ def test_a_stopped_run_resumes_from_its_checkpoint(
     given = TrainSettings(steps=2, threads=1)
     second = run(given, tmp_path, None, save=save, resume=True)
     assert second["resumed_from"] == "checkpoint-1"
+    assert [p.name for p in (save / CHECKPOINTS).glob("checkpoint-*")] == ["checkpoint-2"]
     started = json.loads((save / "run.json").read_text())
     assert second["settings"] == {**started["settings"], "stop_after": None}
     assert second["before"] == whole["before"]  # the saved start, not judged again

@@ -12,6 +12,7 @@ would have drawn.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -86,17 +87,25 @@ class CurriculumRollout:
 
 
 def keep_curriculum(curriculum: Curriculum) -> Any:
-    """A trainer callback that copies ``curriculum`` into every checkpoint as it is saved."""
+    """A trainer callback that copies ``curriculum`` into every checkpoint as it is saved, and
+    then removes the checkpoints before it. The curriculum file is written last, by rename, so
+    a checkpoint that holds one is whole, and one whole checkpoint exists at every moment (the
+    trainer's own rotation deletes the old one before this callback completes the new one)."""
     from transformers import TrainerCallback
 
     class KeepCurriculum(TrainerCallback):  # type: ignore[misc]
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            target = sqlite3.connect(folder / CURRICULUM_FILE)
+            part = folder / f"{CURRICULUM_FILE}.part"
+            target = sqlite3.connect(part)
             try:
                 curriculum.store.conn.backup(target)
             finally:
                 target.close()
+            part.replace(folder / CURRICULUM_FILE)
+            for old in folder.parent.glob("checkpoint-*"):
+                if _step(old) < state.global_step:
+                    shutil.rmtree(old)
 
     return KeepCurriculum()
 
@@ -114,9 +123,13 @@ def stop_at(step: int | None) -> Any:
     return StopAt()
 
 
+def _step(checkpoint: Path) -> int:
+    return int(checkpoint.name.rsplit("-", 1)[1])
+
+
 def latest_checkpoint(folder: Path) -> Path | None:
     """The checkpoint of the highest step under ``folder`` that holds a curriculum, if any."""
     found = [
         p for p in folder.glob("checkpoint-*") if (p / CURRICULUM_FILE).is_file() and p.is_dir()
     ]
-    return max(found, key=lambda p: int(p.name.rsplit("-", 1)[1]), default=None)
+    return max(found, key=_step, default=None)

@@ -225,7 +225,7 @@ def trainer_for(
         report_to="none",
         save_strategy="steps" if save else "no",
         save_steps=s.checkpoint_every,
-        save_total_limit=1,  # the latest only: a checkpoint of the 135M model is 1.6 GB
+        save_total_limit=None,  # keep_curriculum keeps the latest whole one (1.6 GB each)
         disable_tqdm=False,
     )
     trainer = SharedPromptGRPOTrainer(
