@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from envfactory.contract.errors import EnvFactoryError
 from envfactory.integrations.embedded import EMBEDDED_NAME
+from envfactory.training.drawn import checkpoint_step
 from envfactory.training.grpo_cpu import CHECKPOINTS, REWARD_LOG, RUN_FILE
 from envfactory.training.judge import Held, Judged
 
@@ -91,13 +92,6 @@ def names_folder(saved: Any, folder: Path) -> bool:
     )
 
 
-def _step(path: Path) -> int:
-    try:
-        return int(path.name.rsplit("-", 1)[1])
-    except (IndexError, ValueError):
-        return -1
-
-
 def _stamp(path: Path) -> tuple[int, int] | None:
     """When ``path`` last changed and its size; None when it is gone."""
     try:
@@ -158,7 +152,8 @@ class TrainingReader:
         has none yet), and its file."""
         if self.save is None:
             return None, None
-        for folder in sorted((self.save / CHECKPOINTS).glob("checkpoint-*"), key=_step)[::-1]:
+        saved = (self.save / CHECKPOINTS).glob("checkpoint-*")
+        for folder in sorted(saved, key=checkpoint_step, reverse=True):
             state = self._read(folder / STATE)
             if isinstance(state, dict) and isinstance(state.get("log_history"), list):
                 return state, folder / STATE

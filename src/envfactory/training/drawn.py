@@ -104,7 +104,7 @@ def keep_curriculum(curriculum: Curriculum) -> Any:
                 target.close()
             part.replace(folder / CURRICULUM_FILE)
             for old in folder.parent.glob("checkpoint-*"):
-                if _step(old) < state.global_step:
+                if checkpoint_step(old) < state.global_step:
                     shutil.rmtree(old)
 
     return KeepCurriculum()
@@ -123,8 +123,12 @@ def stop_at(step: int | None) -> Any:
     return StopAt()
 
 
-def _step(checkpoint: Path) -> int:
-    return int(checkpoint.name.rsplit("-", 1)[1])
+def checkpoint_step(checkpoint: Path) -> int:
+    """The step of a ``checkpoint-STEP`` folder; -1 for a name that holds none."""
+    try:
+        return int(checkpoint.name.rsplit("-", 1)[1])
+    except (IndexError, ValueError):
+        return -1
 
 
 def latest_checkpoint(folder: Path) -> Path | None:
@@ -132,4 +136,4 @@ def latest_checkpoint(folder: Path) -> Path | None:
     found = [
         p for p in folder.glob("checkpoint-*") if (p / CURRICULUM_FILE).is_file() and p.is_dir()
     ]
-    return max(found, key=_step, default=None)
+    return max(found, key=checkpoint_step, default=None)
