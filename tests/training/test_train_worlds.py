@@ -168,7 +168,7 @@ def test_a_run_takes_its_start_s_judgement_from_another_run(
     result = run(less, tmp_path, str(tiny), before_from=tmp_path / "other")
     assert result["before"] == {**whole["before"], **mark}
     assert result["before_from"] == str(tmp_path / "other")
-    for judged in ({"eval_tasks": 3}, {"eval_worlds": ["airline"]}):
+    for judged in ({"eval_tasks": 3}, {"eval_worlds": ["airline", "clinic"]}):
         with pytest.raises(NotReusable, match="judged otherwise"):
             run(
                 settings(1).model_copy(update=judged),
@@ -183,6 +183,11 @@ def test_a_run_takes_its_start_s_judgement_from_another_run(
     given = str(tiny.resolve())
     from_result = judged_before(tmp_path / "result.json", less, given)
     assert from_result == judged_before(folder, less, given)
+    fewer = less.model_copy(update={"eval_worlds": ["airline"]})  # some of the worlds judged
+    airline = judged_before(tmp_path / "result.json", fewer, given)
+    assert list(airline.per_world) == ["airline"]
+    alone = from_result.per_world["airline"]
+    assert (airline.pooled.tasks, airline.pooled.success) == (alone.tasks, alone.success)
     (tmp_path / "unnamed.json").write_text(json.dumps(whole | {"model_path": "elsewhere"}))
     with pytest.raises(NotReusable, match="the model"):
         judged_before(tmp_path / "unnamed.json", less, given)
@@ -199,10 +204,13 @@ def test_the_transfer_report_holds_the_contract_and_refuses_what_is_not_comparab
     folder, whole = straight
     less = settings(2).model_copy(update={"worlds": ["retail"]})  # as the ablations run
     one = run(less, tmp_path, str(tiny), before_from=folder)
+    airline = one["per_world"]["airline"]
     files = {
         "main": whole,
         "one": one,
         "longer": one | {"settings": one["settings"] | {"steps": 3}},
+        "fewer": one | {"eval_worlds": ["airline"], "per_world": {"airline": airline}},
+        "elsewhere": one | {"eval_worlds": ["hotel"]},
     }
     for name, result in files.items():
         (tmp_path / f"{name}.json").write_text(json.dumps(result))
@@ -229,6 +237,15 @@ def test_the_transfer_report_holds_the_contract_and_refuses_what_is_not_comparab
     assert (tmp_path / "report" / "transfer.png").read_bytes()[:4] == b"\x89PNG"
     refused = report("longer")
     assert refused.returncode == 2 and "steps" in refused.stderr
+    # judged on one of the main run's two worlds: compared with the main run on that one
+    assert report("fewer").returncode == 0
+    fewer = json.loads((tmp_path / "report" / "transfer.json").read_text())["ablation"]["fewer"]
+    for key in ("before", "after"):
+        alone, same = whole["per_world"]["airline"][key], fewer["main_on_its_worlds"][key]
+        assert (same["tasks"], same["success"]) == (alone["tasks"], alone["success"])
+    assert "main_on_its_worlds" not in kept["ablation"]["one"]
+    refused = report("elsewhere")
+    assert refused.returncode == 2 and "judged worlds" in refused.stderr
 
 
 def test_a_world_without_a_level_climbs_its_own() -> None:

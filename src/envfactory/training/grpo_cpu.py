@@ -39,7 +39,7 @@ from envfactory.training.drawn import (
     slot_rows,
     stop_at,
 )
-from envfactory.training.judge import Judged, judge, judged_level
+from envfactory.training.judge import Judged, judge, judged_level, repooled
 from envfactory.training.sft import demonstrations, warm_start
 
 HARNESS = HarnessConfig(tool_format="grammar", tool_choice="first", max_turns=2)
@@ -273,26 +273,31 @@ JUDGING = ("eval_tasks", "difficulty", "max_new_tokens")  # with the worlds: wha
 def judged_before(source: Path, s: TrainSettings, model_path: str | None) -> Judged:
     """The judgement of the model as given that another run recorded in ``source`` (its save
     folder's ``run.json``, or a result it wrote: ``OUT/NAME.json`` or the transfer report),
-    when that run judged the same model on the same worlds in the same way and warm-started
-    nothing (its ``before`` is then the model as given); :class:`NotReusable` naming what
-    differs otherwise. Runs that differ only in what they train on (the ablations) share one
-    judgement of the model they start from, and a result file outlives the machine that
-    trained it."""
+    when that run judged the same model on the same worlds (or more: then those of this run,
+    pooled again) in the same way and warm-started nothing (its ``before`` is then the model
+    as given); :class:`NotReusable` naming what differs otherwise. Runs that differ only in
+    what they train on (the ablations) share one judgement of the model they start from, and
+    a result file outlives the machine that trained it."""
     record = source / RUN_FILE if source.is_dir() else source
     if not record.is_file():
         raise NotReusable(f"--before-from {source}: neither a save folder of train nor a result")
     other = json.loads(record.read_text())
     theirs = TrainSettings.model_validate(other["settings"])
     differs = [k for k in JUDGING if getattr(theirs, k) != getattr(s, k)]
-    differs += ["the judged worlds"] * (sorted(theirs.judged) != sorted(s.judged))
+    differs += ["the judged worlds"] * (not set(s.judged) <= set(theirs.judged))
     differs += ["the model"] * (other.get("model_path", "unnamed") != model_path)
     differs += ["sft_tasks (its before is a warm-started model)"] * bool(theirs.sft_tasks)
     if differs:
         raise NotReusable(f"--before-from {source}: it judged otherwise ({', '.join(differs)})")
     if "per_world" in other:  # a result: each world's before beside its after
         per_world = {w: h["before"] for w, h in other["per_world"].items()}
-        return Judged(pooled=other["before"], per_world=per_world)
-    return Judged.model_validate(other["before"])
+        judged = Judged(pooled=other["before"], per_world=per_world)
+    else:
+        judged = Judged.model_validate(other["before"])
+    if set(s.judged) == set(judged.per_world):
+        return judged
+    kept = {w: judged.per_world[w] for w in s.judged}
+    return Judged(pooled=repooled(list(kept.values())), per_world=kept)
 
 
 def begin(

@@ -59,6 +59,22 @@ def pooled(cells: Sequence[CalibrationCell], split: str = "test") -> Held:
     )
 
 
+def repooled(held: Sequence[Held], split: str = "test") -> Held:
+    """Worlds' figures pooled again (over a subset of a run's worlds): successes and tasks
+    summed, the interval of the sum. The valid call rate is None: the calls each world
+    attempted, its weights, are not kept in a :class:`Held`."""
+    tasks = sum(h.tasks for h in held)
+    wins = sum(round(h.success * h.tasks) for h in held)
+    return Held(
+        split=split,
+        tasks=tasks,
+        success=round(wins / tasks, 4) if tasks else 0.0,
+        ci95=wilson(wins, tasks),
+        mean_reward=round(sum(h.mean_reward * h.tasks for h in held) / tasks, 4) if tasks else 0,
+        tool_call_valid_rate=None,
+    )
+
+
 def judged_level(world: str, difficulty: int) -> int:
     """The level ``world`` is judged at: ``difficulty``, or its lowest level above it where it
     has no such level (tau2-retail starts at 1); :class:`NotJudgeable` where it has none."""

@@ -8,9 +8,10 @@ plot of success per world.
         --ablation in_domain=runs/ablation-indomain/ablation-in-domain.json \\
         --out docs/results/transfer-grpo-cpu.json
 
-Each input is a result ``envfactory train`` wrote. The report refuses runs that are not
-comparable: judged on other worlds, other tasks or levels, or trained for another number of
-steps.
+Each input is a result ``envfactory train`` wrote (the main run's may be an earlier report).
+The report refuses runs that are not comparable: judged on worlds the main run was not judged
+on, other tasks or levels, or trained for another number of steps. An ablation judged on some
+of the main run's worlds carries the main run's figures pooled over those worlds beside it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from envfactory.contract.errors import EnvFactoryError
 from envfactory.training.grpo_cpu import JUDGING
+from envfactory.training.judge import Held, repooled
 
 KEPT = ("train_worlds", "eval_worlds", "model", "minutes", "before", "after", "per_world")
 MORE = (
@@ -37,9 +39,10 @@ class NotComparable(EnvFactoryError):
 
 
 def comparable(main: Mapping[str, Any], name: str, other: Mapping[str, Any]) -> None:
-    """Raise :class:`NotComparable` naming what differs between ``other`` and ``main``."""
+    """Raise :class:`NotComparable` naming what differs between ``other`` and ``main``; an
+    ablation may be judged on some of the main run's worlds (it is compared on those)."""
     differs = [k for k in SAME if other["settings"][k] != main["settings"][k]]
-    differs += ["the judged worlds"] * (sorted(other["eval_worlds"]) != sorted(main["eval_worlds"]))
+    differs += ["the judged worlds"] * (not set(other["eval_worlds"]) <= set(main["eval_worlds"]))
     differs += ["the model"] * (other["model"] != main["model"])
     if differs:
         raise NotComparable(
@@ -56,37 +59,56 @@ def report(main: Mapping[str, Any], ablations: Mapping[str, Mapping[str, Any]]) 
     return kept | {
         "ablation": {
             name: {k: other[k] for k in (*KEPT, *MORE) if k in other and k != "settings"}
+            | _main_on(main, other["eval_worlds"])
             for name, other in ablations.items()
         }
     }
 
 
+def _main_on(main: Mapping[str, Any], worlds: list[str]) -> dict[str, Any]:
+    """For an ablation judged on fewer worlds than the main run: the main run's before and
+    after pooled over those worlds (``main_on_its_worlds``), to compare like with like."""
+    if set(worlds) == set(main["eval_worlds"]):
+        return {}
+    return {"main_on_its_worlds": {k: _pooled(main, k, worlds) for k in ("before", "after")}}
+
+
+def _pooled(run: Mapping[str, Any], key: str, worlds: list[str]) -> dict[str, Any]:
+    held = [Held.model_validate(run["per_world"][w][key]) for w in worlds]
+    return repooled(held).model_dump(mode="json")
+
+
 def plot(result: Mapping[str, Any], path: str) -> str:
-    """Test success per judged world and pooled: before, and after each run, with the pooled
-    95% intervals."""
+    """Test success per judged world and pooled over the worlds every run was judged on:
+    before, and after each run, with the pooled 95% intervals."""
     from matplotlib.figure import Figure
 
     runs = {"main (synthesised worlds)": result} | dict(result["ablation"])
     worlds = list(result["per_world"])
-    rows = ["pooled", *worlds]
+    common = [w for w in worlds if all(w in r["per_world"] for r in runs.values())]
+    rows = [f"pooled, {len(common)} worlds", *worlds]
     fig = Figure(figsize=(9, 0.42 * len(rows) + 1.6), dpi=110)
     ax = fig.subplots()
     bars = [("before", result, "before")] + [(f"after: {n}", r, "after") for n, r in runs.items()]
     height = 0.8 / len(bars)
     for i, (label, run, key) in enumerate(bars):
         ys = [row + (i - (len(bars) - 1) / 2) * height for row in range(len(rows))]
-        held = [run[key]] + [run["per_world"][w][key] for w in worlds]
-        ax.barh(ys, [h["success"] for h in held], height, label=label)
-        low, high = run[key]["ci95"]
+        pooled = _pooled(run, key, common)
+        held = [pooled] + [run["per_world"].get(w, {}).get(key) for w in worlds]
+        shown = [(y, h["success"]) for y, h in zip(ys, held, strict=True) if h is not None]
+        ax.barh([y for y, _ in shown], [s for _, s in shown], height, label=label)
+        low, high = pooled["ci95"]
         ax.errorbar(
-            [run[key]["success"]],
+            [pooled["success"]],
             ys[:1],
-            xerr=[[run[key]["success"] - low], [high - run[key]["success"]]],
+            xerr=[[pooled["success"] - low], [high - pooled["success"]]],
             fmt="none",
             ecolor="black",
             capsize=3,
         )
-    tasks = [result["after"]["tasks"]] + [result["per_world"][w]["after"]["tasks"] for w in worlds]
+    tasks = [sum(result["per_world"][w]["after"]["tasks"] for w in common)] + [
+        result["per_world"][w]["after"]["tasks"] for w in worlds
+    ]
     ax.set_yticks(range(len(rows)), [f"{w} ({n})" for w, n in zip(rows, tasks, strict=True)])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
