@@ -45,33 +45,28 @@ def held(cell: CalibrationCell, split: str = "test") -> Held:
 def pooled(cells: Sequence[CalibrationCell], split: str = "test") -> Held:
     """The cells as one sample: successes and tasks summed, the interval of the sum; the valid
     call rate weighted by the calls each world's episodes attempted."""
-    tasks = sum(c.tasks for c in cells)
-    wins = sum(round(c.success * c.tasks) for c in cells)
     attempted = sum(c.calls_attempted for c in cells if c.tool_call_valid_rate is not None)
     valid = sum(c.calls_attempted * (c.tool_call_valid_rate or 0.0) for c in cells)
-    return Held(
-        split=split,
-        tasks=tasks,
-        success=round(wins / tasks, 4) if tasks else 0.0,
-        ci95=wilson(wins, tasks),
-        mean_reward=round(sum(c.mean_reward * c.tasks for c in cells) / tasks, 4) if tasks else 0,
-        tool_call_valid_rate=round(valid / attempted, 4) if attempted else None,
-    )
+    return _summed(cells, split, round(valid / attempted, 4) if attempted else None)
 
 
 def repooled(held: Sequence[Held], split: str = "test") -> Held:
-    """Worlds' figures pooled again (over a subset of a run's worlds): successes and tasks
-    summed, the interval of the sum. The valid call rate is None: the calls each world
-    attempted, its weights, are not kept in a :class:`Held`."""
-    tasks = sum(h.tasks for h in held)
-    wins = sum(round(h.success * h.tasks) for h in held)
+    """Worlds' figures pooled again (over a subset of a run's worlds), as :func:`pooled` pools
+    them, but the valid call rate is None: a :class:`Held` does not keep the calls each world
+    attempted, its weights."""
+    return _summed(held, split, None)
+
+
+def _summed(parts: Sequence[CalibrationCell | Held], split: str, valid: float | None) -> Held:
+    tasks = sum(p.tasks for p in parts)
+    wins = sum(round(p.success * p.tasks) for p in parts)
     return Held(
         split=split,
         tasks=tasks,
         success=round(wins / tasks, 4) if tasks else 0.0,
         ci95=wilson(wins, tasks),
-        mean_reward=round(sum(h.mean_reward * h.tasks for h in held) / tasks, 4) if tasks else 0,
-        tool_call_valid_rate=None,
+        mean_reward=round(sum(p.mean_reward * p.tasks for p in parts) / tasks, 4) if tasks else 0,
+        tool_call_valid_rate=valid,
     )
 
 
