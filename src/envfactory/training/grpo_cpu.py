@@ -285,7 +285,7 @@ def judged_before(source: Path, s: TrainSettings, model_path: str | None) -> Jud
     theirs = TrainSettings.model_validate(other["settings"])
     differs = [k for k in JUDGING if getattr(theirs, k) != getattr(s, k)]
     differs += ["the judged worlds"] * (not set(s.judged) <= set(theirs.judged))
-    differs += ["the model"] * (other.get("model_path", "unnamed") != model_path)
+    differs += ["the model"] * ("model_path" not in other or other["model_path"] != model_path)
     differs += ["sft_tasks (its before is a warm-started model)"] * bool(theirs.sft_tasks)
     if differs:
         raise NotReusable(f"--before-from {source}: it judged otherwise ({', '.join(differs)})")
