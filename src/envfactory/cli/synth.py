@@ -75,7 +75,7 @@ def synth(
     if writer is not None:
         _written(n, out, seed, writer, writer_model, rounds, max_tokens, constrained, json)
         return
-    settings = SynthSettings(seed=seed, out=out, n=audit_n, diversity=diversity)
+    settings = SynthSettings(seed=seed, out=out, audit_n=audit_n, diversity=diversity)
     with yield_bar("worlds passed", n, transient=json) as advance:
 
         def passed(r: WorldResult) -> None:

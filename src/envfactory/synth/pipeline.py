@@ -57,12 +57,12 @@ class SynthSettings:
 
     seed: int = 0
     out: Path | None = None
-    n: int = 100
+    audit_n: int = 100  # tasks audited per world
     diversity: int = 150
 
     def judged_by(self) -> dict[str, int]:
         """What decides each candidate's outcome: a journal holds to one such set."""
-        return {"seed": self.seed, "audit_n": self.n, "diversity": self.diversity}
+        return {"seed": self.seed, "audit_n": self.audit_n, "diversity": self.diversity}
 
 
 class WorldResult(AuditedWorld):
@@ -123,7 +123,7 @@ def _run(index: int, s: SynthSettings, result: WorldResult) -> None:
     register_compiled(
         spec.id, lambda seed=0, scale=1.0: SynthEnvironment(spec, seed=seed, scale=scale)
     )
-    if result.judge(env, s.n, s.diversity):
+    if result.judge(env, s.audit_n, s.diversity):
         result.domain, result.digest = made.domain, _digest(made.domain)
 
 
@@ -274,7 +274,7 @@ def _report(
         settings={
             "seed": s.seed,
             "out": str(s.out) if s.out else None,
-            "n": s.n,
+            "audit_n": s.audit_n,
             "diversity": s.diversity,
             "cpus": os.cpu_count(),
             "load_average": [round(x, 2) for x in os.getloadavg()],
