@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from envfactory.rollout.types import TaskRef
-from envfactory.training.grpo_cpu import HARNESS
+from envfactory.training.grpo_cpu import HARNESS, TrainSettings, run
 from envfactory.training.sft import IGNORE, backward, demonstrations, labelled, warm_start
 
 pytestmark = pytest.mark.integrations
@@ -57,3 +57,21 @@ def test_the_labels_are_the_assistants_tokens_and_the_step_is_the_padded_batchs(
     losses = warm_start(model, local.tokenizer, shown, epochs=8, learning_rate=1e-2, batch_size=3)
     assert len(losses) == 8 and losses[-1] < 0.8 * losses[0]  # it learns the transcripts
     assert not model.training
+
+
+def test_a_warm_started_run_reports_the_model_as_given_after_sft_and_after_grpo(
+    tiny: Path, tmp_path: Path
+) -> None:
+    s = TrainSettings(
+        worlds=["hotel"], eval_worlds=["airline"], steps=1, prompts_per_step=1, group_size=2,
+        eval_tasks=2, max_new_tokens=16, threads=1, sft_tasks=3,
+    )  # fmt: skip
+    result = run(s, tmp_path, str(tiny), name="warm")
+    assert result["sft_demonstrations"] == 3  # the oracle solved the three train tasks shown
+    first, last = result["sft_loss"]
+    assert first > 0 and last > 0
+    for stage in ("base", "before", "after"):
+        assert result[stage]["tasks"] == 2 and result[stage]["split"] == "test"
+    gain = result["before"]["success"] - result["base"]["success"]
+    assert result["sft_gain"] == pytest.approx(gain)
+    assert (tmp_path / "warm.json").is_file() and (tmp_path / "warm.png").stat().st_size > 0

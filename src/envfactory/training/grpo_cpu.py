@@ -435,7 +435,8 @@ def run(
 
 
 def plot_run(result: dict[str, Any], path: str) -> str:
-    """The reward curve, and held-out success before and after with their intervals."""
+    """The reward curve, and held-out success before and after (and, warm-started, of the model
+    as given) with their intervals."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(9, 3.6), dpi=110)
@@ -454,7 +455,10 @@ def plot_run(result: dict[str, Any], path: str) -> str:
     named = ", ".join(worlds) if len(worlds) <= 3 else f"{len(worlds)} worlds"
     climbs = result["settings"]["levels"] or [result["settings"]["difficulty"]]
     curve_ax.set_title(f"trained on {named}, levels {climbs}")
-    for x, key in enumerate(("before", "after")):
+    stages = [("before", "before"), ("after", "after")]
+    if "base" in result:  # warm-started: the model as given, after SFT, after GRPO
+        stages = [("as given", "base"), ("after SFT", "before"), ("after GRPO", "after")]
+    for x, (_, key) in enumerate(stages):
         h = result[key]
         low, high = h["ci95"]
         held_ax.errorbar(
@@ -464,8 +468,8 @@ def plot_run(result: dict[str, Any], path: str) -> str:
             fmt="o",
             capsize=6,
         )
-    held_ax.set_xticks([0, 1], ["before", "after"])
-    held_ax.set_xlim(-0.6, 1.6)
+    held_ax.set_xticks(range(len(stages)), [label for label, _ in stages])
+    held_ax.set_xlim(-0.6, len(stages) - 0.4)
     held_ax.set_ylim(0, 1)
     held_ax.set_ylabel(f"test success ({result['after']['tasks']} tasks, 95% CI)")
     fig.suptitle(f"GRPO on CPU: {result['model']}, {result['minutes']} min in all")
