@@ -98,7 +98,8 @@ def backward(model: Any, batch: list[tuple[list[int], list[int]]]) -> float:
     tokens, as of the padded batch), and return that loss. Each transcript is its own forward
     pass, weighted by its labelled tokens: unpadded, attention needs no mask and runs causal,
     in memory linear in the length (a padded batch of four 3,000-token transcripts needs more
-    than 24 GB)."""
+    than 24 GB). Logits are made only where a labelled token is predicted: a few hundred
+    positions of thousands, each a row of the whole vocabulary."""
     import torch
 
     counted = [sum(label != IGNORE for label in labels[1:]) for _, labels in batch]
@@ -106,7 +107,10 @@ def backward(model: Any, batch: list[tuple[list[int], list[int]]]) -> float:
     loss_sum = 0.0
     for (ids, labels), count in zip(batch, counted, strict=True):
         if count:
-            loss = model(input_ids=torch.tensor([ids]), labels=torch.tensor([labels])).loss
+            scored = [at for at in range(len(ids) - 1) if labels[at + 1] != IGNORE]
+            logits = model(input_ids=torch.tensor([ids]), logits_to_keep=torch.tensor(scored))
+            targets = torch.tensor([labels[at + 1] for at in scored])
+            loss = torch.nn.functional.cross_entropy(logits.logits[0].float(), targets)
             (loss * (count / total)).backward()
             loss_sum += float(loss.detach()) * count / total
     return loss_sum
