@@ -102,15 +102,17 @@ def backward(model: Any, batch: list[tuple[list[int], list[int]]]) -> float:
     positions of thousands, each a row of the whole vocabulary."""
     import torch
 
-    counted = [sum(label != IGNORE for label in labels[1:]) for _, labels in batch]
-    total = sum(counted) or 1
+    # the positions whose next token is labelled: where logits are made
+    scored = [
+        [at for at in range(len(ids) - 1) if labels[at + 1] != IGNORE] for ids, labels in batch
+    ]
+    total = sum(map(len, scored)) or 1
     loss_sum = 0.0
-    for (ids, labels), count in zip(batch, counted, strict=True):
-        if count:
-            scored = [at for at in range(len(ids) - 1) if labels[at + 1] != IGNORE]
-            logits = model(input_ids=torch.tensor([ids]), logits_to_keep=torch.tensor(scored))
-            targets = torch.tensor([labels[at + 1] for at in scored])
+    for (ids, labels), at in zip(batch, scored, strict=True):
+        if at:
+            logits = model(input_ids=torch.tensor([ids]), logits_to_keep=torch.tensor(at))
+            targets = torch.tensor([labels[i + 1] for i in at])
             loss = torch.nn.functional.cross_entropy(logits.logits[0].float(), targets)
-            (loss * (count / total)).backward()
-            loss_sum += float(loss.detach()) * count / total
+            (loss * (len(at) / total)).backward()
+            loss_sum += float(loss.detach()) * len(at) / total
     return loss_sum
