@@ -156,6 +156,13 @@ def test_ray_flag_takes_an_optional_address() -> None:
         assert synth.make_context("synth", args).params["ray"] == address, args
 
 
+@pytest.mark.parametrize("command", [["synth"], ["openapi", "import", "directory"]])
+def test_a_diversity_sample_too_small_to_pass_is_refused(command: list[str]) -> None:
+    """Fewer sampled tasks than the plan shapes a world must show would refuse every world."""
+    refused = CliRunner().invoke(app, [*command, "--diversity", "49", "--json"])
+    assert refused.exit_code == 2 and "greater than or equal to 50" in refused.output
+
+
 def test_without_ray_the_error_names_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

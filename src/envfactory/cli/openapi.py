@@ -12,6 +12,7 @@ from envfactory.cli.common import console, fail, print_json, print_yield, yield_
 from envfactory.journal import JournalError
 from envfactory.openapi.corpus import CorpusError, documents, fetch_directory
 from envfactory.openapi.pipeline import Settings, run_import
+from envfactory.quality.audit import SHAPES_MIN
 
 app = typer.Typer(
     name="openapi",
@@ -47,7 +48,12 @@ def import_cmd(
     jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", min=1, help="Processes."),
     n: int = typer.Option(100, "-n", min=10, help="Audit tasks per world (baselines)."),
     diversity: int = typer.Option(
-        150, "--diversity", min=10, max=1000, help="Tasks sampled for the diversity checks."
+        150,
+        "--diversity",
+        min=SHAPES_MIN,
+        max=1000,
+        help=f"Tasks sampled for the diversity checks (at least {SHAPES_MIN}: a world needs "
+        f"{SHAPES_MIN} plan shapes among them).",
     ),
     timeout: float = typer.Option(120.0, "--timeout", help="CPU seconds allowed per document."),
     json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),

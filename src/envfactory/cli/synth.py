@@ -14,6 +14,7 @@ from typer.core import TyperCommand
 
 from envfactory.cli.common import console, fail, print_json, print_yield, yield_bar
 from envfactory.journal import JournalError
+from envfactory.quality.audit import SHAPES_MIN
 from envfactory.synth.pipeline import SynthSettings, WorldResult, run_synth
 
 LOCAL = "local"  # --ray without an address: a Ray instance started here
@@ -41,7 +42,13 @@ def synth(
     seed: int = typer.Option(0, "--seed", help="Which library: the same seed, the same worlds."),
     jobs: int = typer.Option(os.cpu_count() or 1, "--jobs", min=1, help="Processes."),
     audit_n: int = typer.Option(100, "--audit-n", min=10, help="Audit tasks per world."),
-    diversity: int = typer.Option(150, "--diversity", min=10, help="Diversity sample per world."),
+    diversity: int = typer.Option(
+        150,
+        "--diversity",
+        min=SHAPES_MIN,
+        help=f"Diversity sample per world (a world needs "
+        f"{SHAPES_MIN} plan shapes among them, so fewer would refuse every world).",
+    ),
     json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object."),
     writer: str | None = typer.Option(
         None,
