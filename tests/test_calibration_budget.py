@@ -5,9 +5,11 @@ its website, where a browser action is a call."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from test_cli import cli
 
 from envfactory.bench.calibration import (
     GRAMMAR_HARNESS,
@@ -72,3 +74,24 @@ def test_a_stored_cell_replaces_its_older_row_and_keeps_the_others(tmp_path: Pat
     assert kept == [("hotel", 0, 1.0), ("hotel", 3, 1.0), ("retail", 0, 1.0)]
     assert not path.with_name("cells.jsonl.part").exists()
     assert load_cells(tmp_path / "absent.jsonl") == []
+
+
+def test_a_scripted_policy_is_calibrated_from_the_command_line(tmp_path: Path) -> None:
+    """`--model scripted:NAME` runs a scripted policy through the same cells as a model: the
+    oracle solves every task, the audit's noisy oracle (skill 0.8) fewer, and an unknown name
+    is refused before any episode."""
+    args = ["bench", "calibration", "--envs", "hotel", "--difficulties", "0,2", "--tasks", "8"]
+    found = {}
+    for name in ("oracle", "noisy-oracle"):
+        out = tmp_path / f"{name}.jsonl"
+        cells = json.loads(cli(*args, "--model", f"scripted:{name}", "--out", str(out)).stdout)
+        assert [(c["env"], c["difficulty"], c["tasks"]) for c in cells] == [
+            ("hotel", 0, 8), ("hotel", 2, 8)
+        ]  # fmt: skip
+        assert all(c["faults"] == 0 and c["reach"] == 1.0 for c in cells)
+        assert [json.loads(line) for line in out.read_text().splitlines()] == cells
+        found[name] = [c["success"] for c in cells]
+    assert found["oracle"] == [1.0, 1.0]
+    assert sum(found["noisy-oracle"]) < 2.0 and found["noisy-oracle"][0] > 0
+    unknown = cli(*args, "--model", "scripted:nobody", ok=False)
+    assert unknown.returncode != 0 and "nobody" in unknown.stderr + unknown.stdout

@@ -1,6 +1,10 @@
 """``envfactory bench calibration``: a real model over worlds and levels, with its progress on
 stderr, cells kept in a JSON-lines file as they are measured (and not measured again), and a
-heat map. The measure itself is :mod:`envfactory.bench.calibration`."""
+heat map. The measure itself is :mod:`envfactory.bench.calibration`.
+
+A scripted policy (``--model scripted:noisy-oracle``, ``scripted:oracle``, ...) runs through
+the same harness instead of a model, in this process: the yardstick a model's cells are read
+against (the audit's noisy oracle has the skill 0.8 it has there)."""
 
 from __future__ import annotations
 
@@ -24,6 +28,8 @@ from envfactory.bench.calibration import (
 )
 from envfactory.bench.sections import Unavailable
 from envfactory.harness.config import HarnessConfig
+from envfactory.policies.base import RolloutPolicy
+from envfactory.policies.wrap import ScriptedPolicy
 from envfactory.registry import make
 from envfactory.registry.sources import resolve_all
 
@@ -44,6 +50,25 @@ def runnable(worlds: Sequence[str]) -> list[str]:
     return kept
 
 
+SCRIPTED = "scripted:"  # --model scripted:NAME: a scripted policy, not a model
+
+
+def calibration_policy(model: str, max_tokens: int) -> RolloutPolicy:
+    """The policy ``model`` names: ``scripted:NAME`` (a scripted policy), ``default`` (the
+    embedded model) or a model folder or ``.gguf`` file, sampled at temperature 0.7."""
+    if model.startswith(SCRIPTED):
+        return ScriptedPolicy(model.removeprefix(SCRIPTED))
+    from envfactory.integrations.local_model import TransformersPolicy
+
+    return TransformersPolicy.from_path(
+        _model_path(model), temperature=0.7, max_new_tokens=max_tokens
+    )
+
+
+def _model_path(model: str) -> str | None:
+    return None if model == "default" else model
+
+
 def run_calibration(
     tasks: int = 20,
     envs: Sequence[str] = (),
@@ -59,12 +84,11 @@ def run_calibration(
 ) -> list[CalibrationCell]:
     """``tasks`` validation tasks per cell of ``envs`` (ids, domain files or folders; default:
     every single-agent world) at ``difficulties`` (default: each world's), the model at
-    ``model`` ("default": the embedded one) making at least ``max_turns`` calls per episode
-    (as many as a cell's longest gold plan needs, unless ``fixed_turns``) of ``max_tokens``
-    each, ``jobs`` cells at once (a process each). Cells already in ``out`` (same tool
-    format, nothing unscored) are kept; the cells, sorted by world and level."""
-    from envfactory.integrations.local_model import TransformersPolicy
-
+    ``model`` ("default": the embedded one; ``scripted:NAME``: a scripted policy, in this
+    process) making at least ``max_turns`` calls per episode (as many as a cell's longest gold
+    plan needs, unless ``fixed_turns``) of ``max_tokens`` each, ``jobs`` cells at once (a
+    process each). Cells already in ``out`` (same tool format, nothing unscored) are kept; the
+    cells, sorted by world and level."""
     harness = HarnessConfig(
         tool_format=tool_format,
         tool_choice="first" if tool_format == "grammar" else "auto",
@@ -80,8 +104,7 @@ def run_calibration(
         if c.tool_format == tool_format and c.faults == 0 and (not fit_plan or c.reach == 1.0)
     ]
     todo_worlds = runnable(worlds)
-    model_path = None if model == "default" else model
-    policy = TransformersPolicy.from_path(model_path, temperature=0.7, max_new_tokens=max_tokens)
+    policy = calibration_policy(model, max_tokens)
     skip = {(c.env, c.difficulty) for c in kept}
 
     def keep(cells: list[CalibrationCell]) -> None:
@@ -89,7 +112,7 @@ def run_calibration(
             store_cells(path, cells)
 
     with Progress(console=Console(stderr=True), transient=True) as bar:
-        if jobs > 1:
+        if jobs > 1 and not model.startswith(SCRIPTED):
             todo = [(w, d) for w in todo_worlds for d in levels_to_measure(make(w), levels, skip)]
             job = bar.add_task(f"{policy.info.name} cells, {jobs} at once", total=len(todo))
 
@@ -99,7 +122,7 @@ def run_calibration(
 
             sampling: dict[str, Any] = {"temperature": 0.7, "max_new_tokens": max_tokens}
             cells = calibrate_in_processes(
-                model_path, sampling, todo, tasks, harness, jobs, fit_plan=fit_plan,
+                _model_path(model), sampling, todo, tasks, harness, jobs, fit_plan=fit_plan,
                 on_cell=kept_cell,
             )  # fmt: skip
         else:

@@ -182,7 +182,10 @@ def bench(
         "", "--difficulties", help="--calibration: levels.", rich_help_panel=ALIAS
     ),
     model: str = typer.Option(
-        "default", "--model", help="--calibration: a folder or .gguf.", rich_help_panel=ALIAS
+        "default",
+        "--model",
+        help="--calibration: a folder, a .gguf or scripted:NAME (noisy-oracle, oracle, ...).",
+        rich_help_panel=ALIAS,
     ),
     max_turns: int = typer.Option(
         4, "--max-turns", min=1, help="--calibration: calls, at least.", rich_help_panel=ALIAS
