@@ -1,6 +1,6 @@
-"""The world grammar: every candidate compiles and fills the ladder, the structures vary, and
-every constraint kind is enforced by its tools (a call that breaks it is refused with a
-structured error naming its rule)."""
+"""The world grammar: every candidate compiles and fills the ladder, the ladder climbs in
+small steps, the structures vary, and every constraint kind is enforced by its tools (a call
+that breaks it is refused with a structured error naming its rule)."""
 
 from __future__ import annotations
 
@@ -101,10 +101,18 @@ def _calls(
     return out
 
 
+def _with_every_kind(first: int = 16, each: int = 3) -> list[int]:
+    """Worlds 0 .. ``first - 1``, and the first ``each`` worlds with each constraint kind."""
+    picked = set(range(first))
+    for kind in KINDS:
+        picked |= set([i for i in range(200) if f"constraint:{kind}" in made(i).patterns][:each])
+    return sorted(picked)
+
+
 def test_every_constraint_kind_refuses_a_call_that_breaks_it() -> None:
     refused: Counter[str] = Counter()
     rng = random.Random(0)
-    for i in range(16):
+    for i in _with_every_kind():
         env, synthesised = world(i), made(i)
         task = env.task("train", 1, 0)
         episode = env.episode()
@@ -130,3 +138,103 @@ def test_the_structure_of_a_world_is_not_its_names() -> None:
     names = [frozenset(a["name"] for a in made(i).domain["actions"]) for i in range(WORLDS)]
     assert len(set(names)) == WORLDS
     assert all(made(i).domain != synthesize(i, seed=1).domain for i in range(5))
+
+
+def _first_with(kind: str) -> tuple[SynthEnvironment, Synthesised]:
+    i = next(i for i in range(100) if f"constraint:{kind}" in made(i).patterns)
+    return world(i), made(i)
+
+
+def _action(synthesised: Synthesised, has: str) -> dict[str, Any]:
+    return next(a for a in synthesised.domain["actions"] if has in a.get("load", {}))
+
+
+def test_a_budget_is_a_total_derived_from_the_live_children() -> None:
+    """A new child is refused once the live children's amounts, its own included, would pass
+    the parent's budget, and taken up to it; the question of what is left is answered with
+    the budget less that total, read from the parent and its listing."""
+    env, synthesised = _first_with("budget")
+    add = _action(synthesised, "spent")
+    (parent,) = [p for p in add["params"] if p.endswith("_id")]
+    (amount,) = [p for p, spec in add["params"].items() if spec.get("type") == "number"]
+    other = {p: spec["enum"][0] for p, spec in add["params"].items() if spec.get("enum")}
+    owner_table = add["load"]["owner"].split("[")[0]
+    child_table = add["load"]["spent"]["rows"]
+    rule = next(c["rule"] for c in add["require"] if "budget" in c["check"])
+    assert synthesised.rule_kinds[rule] == "budget"
+    task = env.task("train", 1, 0)
+    episode = env.episode()
+    store = env.world.new_store()
+    owners = store.rows(owner_table)
+    live = add["load"]["spent"].get("filter", "").removeprefix("row.status in ")
+    store.close()
+    checked = 0
+    for owner in owners:
+        episode.reset(task)
+        kids = [r for r in episode.store.rows(child_table) if r[parent] == owner["id"]]
+        spent = sum(r[amount] for r in kids if not live or r["status"] in eval(live))
+        left = round(owner["budget"] - spent, 2)
+        if left < 2:
+            continue
+        over = episode.step(
+            ToolCall(tool=add["name"], arguments={parent: owner["id"], amount: left + 1, **other})
+        )
+        if over.error is not None and over.error.rule == rule:
+            fits = episode.step(
+                ToolCall(tool=add["name"], arguments={parent: owner["id"], amount: left, **other})
+            )
+            assert fits.error is None or fits.error.rule != rule, fits.error
+            checked += 1
+    episode.close()
+    assert checked >= 3
+    asked = [
+        t
+        for d in env.difficulties
+        for t in (env.task("train", d, k) for k in range(40))
+        if any(g.endswith("_budget_left") for g in t.hidden.answer_goals)
+    ]
+    assert asked, "no task asks what is left of a budget"
+
+
+def test_an_approval_chain_needs_two_people() -> None:
+    """The move that checks a row records who checked it; the move after it is refused to the
+    same person (a structured error naming the four-eyes rule) and taken from another whose
+    limit covers the amount."""
+    env, synthesised = _first_with("approval_chain")
+    first, second = _action(synthesised, "checker"), _action(synthesised, "approver")
+    rule = next(c["rule"] for c in second["require"] if "checked_by" in c["check"])
+    assert synthesised.rule_kinds[rule] == "approval_chain"
+    tables = {**_tables(first), **_tables(second)}
+    staff_param = next(p for p in second["params"] if second["load"]["approver"].endswith(f"[{p}]"))
+    row_param = next(p for p in first["params"] if first["load"]["got"].endswith(f"[{p}]"))
+    amount = next(c["check"] for c in second["require"] if "approval_limit >=" in c["check"])
+    amount = amount.rsplit("got.", 1)[1]
+    enums = {p: spec["enum"][0] for a in (first, second) for p, spec in a["params"].items()
+             if spec.get("enum")}  # fmt: skip
+    task = env.task("train", 1, 0)
+    episode = env.episode()
+    episode.reset(task)
+    staff = episode.store.rows(tables[staff_param])
+    rows = episode.store.rows(tables[row_param])
+    tried = 0
+    for row in rows:
+        able = [s["id"] for s in staff if s["approval_limit"] >= row[amount]]
+        if len(able) < 2:
+            continue
+        episode.reset(task)
+
+        def call(action: dict[str, Any], who: str, row: dict[str, Any] = row) -> Any:
+            args = {row_param: row["id"], staff_param: who}
+            args |= {p: v for p, v in enums.items() if p in action["params"]}
+            return episode.step(ToolCall(tool=action["name"], arguments=args)).error
+
+        if call(first, able[0]) is not None:
+            continue  # another rule keeps this row from its first step
+        same = call(second, able[0])
+        assert same is not None, row["id"]
+        if same.rule != rule:
+            continue  # refused first by another of the move's rules
+        assert call(second, able[1]) is None or call(second, able[1]).rule != rule
+        tried += 1
+    episode.close()
+    assert tried >= 2, tried

@@ -16,14 +16,15 @@ from envfactory.synth.grammar import compose
 from envfactory.synth.grammar.shape import Data
 
 #: The ladder rises by the writes a task needs, each a chance to go wrong: the starter level
-#: (ids given, one call), then two sub-goals from level 1 on, harder goals, look-alike rows
+#: (ids given, one call), then one sub-goal named by reference (a look-up, then the write: the
+#: rung a model climbs to from the starter), two sub-goals, harder goals with look-alike rows
 #: and facts the user holds back, three sub-goals, and at the top four harder ones over many
-#: rows. (With the engine's default ladder, levels 0 and 1 both draw one-write goals, and a
-#: noisy agent does as well on either.)
+#: rows. Gold plans average 1, 2.6, 5.1, 6.0, 10.9 and 14.8 calls over the levels; the twelve
+#: hand-written database worlds' default ladder 1, 1.3, 2.8, 6.7, 9.6 and 14.5.
 LADDER: list[Data] = [
+    {"width": 1, "indirection": 1, "goal_levels": [1, 2]},
     {"width": 2, "indirection": 1, "goal_levels": [1, 2]},
     {"width": 2, "indirection": 1, "distractors": 1, "held_back": 0.3, "goal_levels": [2, 3]},
-    {"width": 2, "indirection": 2, "distractors": 1, "held_back": 0.5, "goal_levels": [2, 3, 4]},
     {"width": 3, "indirection": 2, "distractors": 2, "held_back": 0.6, "goal_levels": [2, 3, 4]},
     {"width": 4, "indirection": 2, "distractors": 2, "held_back": 0.7, "goal_levels": [3, 4]},
 ]

@@ -14,7 +14,15 @@ import random
 from collections.abc import Callable
 
 from envfactory.synth.grammar.shape import Entity
-from envfactory.synth.grammar.tools import Op, World, either, get_tool, live_states
+from envfactory.synth.grammar.tools import (
+    Budget,
+    Op,
+    World,
+    add_get,
+    either,
+    get_tool,
+    live_states,
+)
 
 Constraint = Callable[[World, Op, random.Random], bool]
 
@@ -195,6 +203,52 @@ def capacity(w: World, op: Op, rng: random.Random) -> bool:
     return True
 
 
+def budget(w: World, op: Op, rng: random.Random) -> bool:
+    """A new child only while the amounts of the parent's live children, the new one's
+    included, total at most the parent's budget: a derived total, summed from the rows at
+    each call (never stored, so never stale)."""
+    if op.kind != "create" or "budget" in op.entity.fields:
+        return False
+    child = _created(w, op)
+    if not child.of("amount"):
+        return False
+    parent, amt = op.entity, child.of("amount")[0]
+    top = int(child.fields[amt]["max"])
+    parent.fields["budget"] = {"type": "integer", "min": top, "max": rng.randint(2, 4) * top}
+    parent.kinds["budget"] = "budget"
+    live = live_states(child)
+    shown = amt.replace("_", " ")
+    rule = w.rule(
+        f"{child.noun.slug}_{amt}_budget",
+        f"A new {child.noun.word} is added only if the {shown} of the {parent.noun.word}'s "
+        + (f"{either(live)} " if live else "")
+        + f"{child.noun.plural}, the new one's included, totals at most the "
+        f"{parent.noun.word}'s budget.",
+    )
+    rows = {"rows": child.table, "where": {parent.key: "=owner.id"}}
+    w.actions[op.tool]["load"]["spent"] = {
+        **rows,
+        **({"filter": f"row.status in {live}"} if live else {}),
+    }
+    total = f"money(sum(pluck(spent, '{amt}')) + {{new}})"
+    _check(
+        w,
+        op,
+        f"{total.format(new=amt)} <= owner.budget",
+        rule,
+        f"{{owner.id}} has {{money(owner.budget - sum(pluck(spent, '{amt}')))}} of its "
+        "budget left.",
+    )
+    mine = {"rows": child.table, "where": {parent.key: "=anchor.id"}}
+    op.let["spent"] = {"rows": {**mine, **({"filter": f"row.status in {live}"} if live else {})}}
+    op.checks.append(f"{total.format(new=f'new_{amt}')} <= {{r}}.budget")
+    op.local = False
+    if get_tool(parent) not in w.actions:
+        add_get(w, parent)
+    w.budgets.append(Budget(parent, child, amt, tuple(live)))
+    return True
+
+
 def exclusive(w: World, op: Op, rng: random.Random) -> bool:
     """At most one live child per parent."""
     if op.kind != "create" or "held" in op.let:
@@ -232,8 +286,10 @@ def sign_off(w: World, op: Op, rng: random.Random) -> bool:
     if op.kind != "transition" or not e.of("amount") or not staff or not _own_tool(w, op):
         return False
     s, amt = staff[0], e.of("amount")[0]
-    e.fields["signed_by"] = {"expr": "None"}
     action = w.actions[op.tool]
+    if s.key in action["params"]:
+        return False  # a step of an approval chain already
+    e.fields["signed_by"] = {"expr": "None"}
     action["params"][s.key] = {"description": f"The signing {s.noun.word}'s id."}
     action["load"]["signer"] = f"{s.table}[{s.key}]"
     action["effects"][0]["set"]["signed_by"] = "=signer.id"
@@ -253,6 +309,68 @@ def sign_off(w: World, op: Op, rng: random.Random) -> bool:
     op.let["signer"] = {"pick": {"rows": s.table, "filter": f"row.approval_limit >= anchor.{amt}"}}
     op.phrase += ", signed off by {ref:signer}"
     op.local = False
+    return True
+
+
+def approval_chain(w: World, op: Op, rng: random.Random) -> bool:
+    """Two steps, four eyes: the move before this one records who checked the row, and this
+    move is approved only by another member of staff, whose limit covers the row's amount.
+    A goal's checker is drawn from those whose limit falls short of the amount and its
+    approver from those whose limit covers it, so the two differ by construction."""
+    e = op.entity
+    staff = [s for s in w.shape.entities.values() if "approval_limit" in s.fields]
+    if op.kind != "transition" or not e.of("amount") or not staff or not _own_tool(w, op):
+        return False
+    s, amt = staff[0], e.of("amount")[0]
+    firsts = [
+        a
+        for a in w.ops
+        if a.entity is e
+        and a is not op
+        and a.kind == "transition"
+        and a.target_state in op.states
+        and _own_tool(w, a)
+        and len(a.constraints) < 2
+        and s.key not in w.actions[a.tool]["params"]
+    ]
+    if not firsts or "checked_by" in e.fields or s.key in w.actions[op.tool]["params"]:
+        return False
+    first = rng.choice(firsts)
+    checked, moved = ((x.target_state or "").replace("_", " ") for x in (first, op))
+    rule = w.rule(
+        f"{op.tool}_four_eyes",
+        f"A {e.noun.word} is {checked} by one {s.noun.word} and can then be {moved} only by "
+        f"another, whose approval limit is at least its {amt.replace('_', ' ')}.",
+    )
+    e.fields["checked_by"] = {"expr": "None"}
+    e.fields["approved_by"] = {"expr": "None"}
+    for step, who, field, role in ((first, "checker", "checked_by", "checking"),
+                                   (op, "approver", "approved_by", "approving")):  # fmt: skip
+        action = w.actions[step.tool]
+        action["params"][s.key] = {"description": f"The {role} {s.noun.word}'s id."}
+        action["load"][who] = f"{s.table}[{s.key}]"
+        action["effects"][0]["set"][field] = f"={who}.id"
+        step.args[s.key] = f"={who}.id"
+        step.phrase += f", {'checked' if who == 'checker' else 'approved'} by {{ref:{who}}}"
+        step.local = False
+    _check(w, op, "approver.id != got.checked_by", rule, "{approver.name} checked {got.id}.")
+    _check(
+        w,
+        op,
+        f"approver.approval_limit >= got.{amt}",
+        rule,
+        f"{{approver.name}}'s limit {{approver.approval_limit}} is below {{got.{amt}}}.",
+    )
+    first.let["checker"] = {
+        "pick": {"rows": s.table, "filter": f"row.approval_limit < anchor.{amt}"}
+    }
+    op.let["approver"] = {
+        "pick": {
+            "rows": s.table,
+            "filter": f"row.approval_limit >= anchor.{amt} and row.id != anchor.checked_by",
+        }
+    }
+    first.constraints.append("approval_chain")
     return True
 
 
@@ -369,10 +487,12 @@ KINDS: dict[str, Constraint] = {
     "children_done": children_done,
     "tier_limit": tier_limit,
     "capacity": capacity,
+    "budget": budget,
     "exclusive": exclusive,
     "quota": quota,
     "no_overlap": no_overlap,
     "sign_off": sign_off,
+    "approval_chain": approval_chain,
     "look_first": look_first,
 }
 

@@ -2,7 +2,8 @@
 
 - level 1: one write on a named row (each op), and questions about a row's fields;
 - level 2: the row singled out by a property among its siblings ("the one with the highest
-  amount") before the write, and two moves of one lifecycle in a row;
+  amount") before the write, two moves of one lifecycle in a row, and what is left of a
+  parent's budget (a derived total);
 - level 3: a branch stated in the request (if a field passes a threshold, one write,
   otherwise another);
 - level 4: the same move for every child of a parent in some state, and totals over a
@@ -17,7 +18,7 @@ from __future__ import annotations
 import itertools
 
 from envfactory.synth.grammar.shape import Data, Entity
-from envfactory.synth.grammar.tools import Op, World, get_tool, listing_tool
+from envfactory.synth.grammar.tools import Budget, Op, World, get_tool, listing_tool
 
 NUMERIC = ("amount", "quantity", "balance")
 
@@ -74,6 +75,8 @@ def derive_goals(w: World) -> list[Data]:
         add(_branch(a, b))
     for g in _totals(w):
         add(g)
+    for b in w.budgets:
+        add(_headroom(w, b))
     return goals
 
 
@@ -410,3 +413,30 @@ def _totals(w: World) -> list[Data]:
                 )
             )
     return out
+
+
+def _headroom(w: World, b: Budget) -> Data:
+    """Level 2: what is left of a parent's budget: the budget (read with ``get``) less the
+    amounts of its live children (read from their listing)."""
+    p, c = b.parent, b.child
+    rows: Data = {"rows": c.table, "where": {p.key: "=anchor.id"}}
+    if b.live:
+        rows["filter"] = f"row.status in {list(b.live)}"
+    spent = f"sum(pluck(spent, '{b.amount}'))"
+    return _goal(
+        f"{c.noun.slug}_budget_left",
+        2,
+        p,
+        None,
+        let={"spent": {"rows": rows}},
+        require=["len(spent) >= 1", f"{spent} <= anchor.budget"],
+        plan=[
+            {"tool": get_tool(p), "args": {p.key: "=anchor.id"}},
+            {"tool": listing_tool(c, w.shape.entities[p.table]), "args": {p.key: "=anchor.id"}},
+        ],
+        instruction=[
+            f"How much of {{ref:anchor}}'s budget is left for new {c.noun.plural}?",
+            f"Please work out what remains of {{ref:anchor}}'s budget for {c.noun.plural}.",
+        ],
+        answer=f"money(anchor.budget - {spent})",
+    )

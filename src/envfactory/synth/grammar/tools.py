@@ -57,6 +57,16 @@ class Op:
         return out + [c.replace("{r}", who) for c in self.checks]
 
 
+@dataclass(frozen=True)
+class Budget:
+    """A parent's budget over the ``amount`` of its ``live`` children (all, when empty)."""
+
+    parent: Entity
+    child: Entity
+    amount: str
+    live: tuple[str, ...]
+
+
 @dataclass
 class World:
     """The domain data being derived, and the ops its goals draw on."""
@@ -67,6 +77,7 @@ class World:
     rules: list[Data] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     rule_kinds: dict[str, str] = field(default_factory=dict)  # rule id -> constraint kind
+    budgets: list[Budget] = field(default_factory=list)
 
     def action(self, data: Data) -> str:
         self.actions[data["name"]] = data
@@ -112,11 +123,11 @@ def derive_tools(shape: Shape, rng: random.Random) -> World:
         _writes(world, e, rng)
     for e in shape.entities.values():
         if any(op.entity is e and op.kind in ("transition", "update") for op in world.ops):
-            _get(world, e)
+            add_get(world, e)
     return world
 
 
-def _get(w: World, e: Entity) -> None:
+def add_get(w: World, e: Entity) -> None:
     """``get`` for a table whose rows change (a row's fields before a move or an update);
     other tables are read through their look-ups and listings."""
     w.action(
