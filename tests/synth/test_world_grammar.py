@@ -4,12 +4,14 @@ that breaks it is refused with a structured error naming its rule)."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from collections import Counter
 from functools import cache
 from typing import Any
 
+from envfactory.bench.ladder import plan_calls
 from envfactory.contract.actions import ToolCall
 from envfactory.domain.loader import parse_domain
 from envfactory.quality.batch import empty_cell
@@ -41,6 +43,16 @@ def test_every_candidate_compiles_and_almost_every_one_fills_the_ladder() -> Non
         assert {1, 2} <= levels, (i, levels)
         full += empty_cell(world(i)) is None if i < 8 else 0
     assert full >= 7  # of the first 8; the audit refuses the rest as no_tasks
+
+
+def test_the_ladder_climbs_in_small_steps() -> None:
+    """From the starter's one call, level 1 is one sub-goal found by reference (a look-up and
+    the write, under three calls on average), and every level's plans are longer than the
+    one below's."""
+    levels = plan_calls((world(i) for i in range(6)), tasks=5)
+    means = [levels[d]["mean"] for d in sorted(levels)]
+    assert means[0] == 1.0 and 1.5 <= means[1] <= 3.0, means
+    assert all(a < b for a, b in itertools.pairwise(means)), means
 
 
 def test_the_grammar_draws_many_shapes() -> None:

@@ -19,8 +19,9 @@ from envfactory.synth.grammar.shape import Data
 #: (ids given, one call), then one sub-goal named by reference (a look-up, then the write: the
 #: rung a model climbs to from the starter), two sub-goals, harder goals with look-alike rows
 #: and facts the user holds back, three sub-goals, and at the top four harder ones over many
-#: rows. Gold plans average 1, 2.6, 5.1, 6.0, 10.9 and 14.8 calls over the levels; the twelve
-#: hand-written database worlds' default ladder 1, 1.3, 2.8, 6.7, 9.6 and 14.5.
+#: rows. Gold plans average 1.0, 2.5, 5.0, 6.1, 11.0 and 14.4 calls over the levels, and the
+#: hand-written database worlds' default ladder 1.0, 1.3, 2.8, 6.7, 9.8 and 14.7
+#: (``python -m envfactory.bench.ladder``).
 LADDER: list[Data] = [
     {"width": 1, "indirection": 1, "goal_levels": [1, 2]},
     {"width": 2, "indirection": 1, "goal_levels": [1, 2]},
