@@ -46,13 +46,14 @@ def test_every_candidate_compiles_and_almost_every_one_fills_the_ladder() -> Non
 
 
 def test_the_ladder_climbs_in_small_steps() -> None:
-    """From the starter's one call, level 1 is one sub-goal found by reference (a look-up and
-    the write, under three calls on average), and every level's plans are longer than the
-    one below's."""
+    """The engine's default ladder, as in the hand-written worlds: the starter's one call, then
+    one sub-goal with its ids given (the write, and a look first where a rule asks for one),
+    then one found by reference, and longer plans at every level above."""
     levels = plan_calls((world(i) for i in range(6)), tasks=5)
     means = [levels[d]["mean"] for d in sorted(levels)]
-    assert means[0] == 1.0 and 1.5 <= means[1] <= 3.0, means
+    assert means[0] == 1.0 and means[1] <= 1.5 and means[2] <= 3.0, means
     assert all(a < b for a, b in itertools.pairwise(means)), means
+    assert "ladder" not in made(0).domain
 
 
 def test_the_grammar_draws_many_shapes() -> None:

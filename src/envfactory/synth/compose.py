@@ -1,7 +1,8 @@
 """Compose a world: an organisation's name, and a structure drawn from the world grammar.
 
 ``synthesize(index, seed)`` is a pure function: the same (index, seed) gives the same domain
-data, byte for byte, on every run and machine with the same Faker release.
+data, byte for byte, on every run and machine with the same Faker release. A composed world
+climbs the engine's default difficulty ladder, as every hand-written database world does.
 """
 
 from __future__ import annotations
@@ -14,21 +15,6 @@ from faker import Faker
 
 from envfactory.synth.grammar import compose
 from envfactory.synth.grammar.shape import Data
-
-#: The ladder rises by the writes a task needs, each a chance to go wrong: the starter level
-#: (ids given, one call), then one sub-goal named by reference (a look-up, then the write: the
-#: rung a model climbs to from the starter), two sub-goals, harder goals with look-alike rows
-#: and facts the user holds back, three sub-goals, and at the top four harder ones over many
-#: rows. Gold plans average 1.0, 2.5, 5.0, 6.1, 11.0 and 14.4 calls over the levels, and the
-#: hand-written database worlds' default ladder 1.0, 1.3, 2.8, 6.7, 9.8 and 14.7
-#: (``python -m envfactory.bench.ladder``).
-LADDER: list[Data] = [
-    {"width": 1, "indirection": 1, "goal_levels": [1, 2]},
-    {"width": 2, "indirection": 1, "goal_levels": [1, 2]},
-    {"width": 2, "indirection": 1, "distractors": 1, "held_back": 0.3, "goal_levels": [2, 3]},
-    {"width": 3, "indirection": 2, "distractors": 2, "held_back": 0.6, "goal_levels": [2, 3, 4]},
-    {"width": 4, "indirection": 2, "distractors": 2, "held_back": 0.7, "goal_levels": [3, 4]},
-]
 
 
 def world_id(index: int, org: str) -> str:
@@ -65,6 +51,5 @@ def synthesize(index: int, seed: int = 0) -> Synthesised:
         "actions": made.actions,
         "rules": made.rules,
         "goals": made.goals,
-        "ladder": LADDER,
     }
     return Synthesised(domain, made.tags, made.rule_kinds)
