@@ -75,8 +75,8 @@ def derive_goals(w: World) -> list[Data]:
         add(_branch(a, b))
     for g in _totals(w):
         add(g)
-    for b in w.budgets:
-        add(_headroom(w, b))
+    for budget in w.budgets:
+        add(_headroom(w, budget))
     return goals
 
 
